@@ -1,0 +1,84 @@
+//! Core benchmarks (DESIGN.md "Non-functional targets"; the issue's
+//! budgets: each signature operation ≤ 5 ms, a 1 KiB argument key ≤ 2 µs).
+//!
+//! Uses the GitHub MCP server's 117 tool definitions from realdata when
+//! present (`$SIGNET_REALDATA` or `../../../shared/realdata`), otherwise a
+//! synthetic signature of the same size.
+
+use std::hint::black_box;
+use std::path::{Path, PathBuf};
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use serde_json::{Value, json};
+use signet_core::Mode;
+use signet_core::card::{Limits, ServerCard};
+use signet_core::digest::{digest, digest_key};
+use signet_core::ops;
+use signet_core::reduce::reduce_signature;
+
+fn github_tools() -> Vec<Value> {
+    let dir = std::env::var_os("SIGNET_REALDATA")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/realdata"))
+        .join("github-toolsnaps");
+    let mut files: Vec<PathBuf> = match std::fs::read_dir(&dir) {
+        Ok(rd) => rd.map(|e| e.unwrap().path()).collect(),
+        Err(_) => {
+            eprintln!("realdata not found, using a synthetic 117-tool signature");
+            return (0..117)
+                .map(|i| {
+                    json!({"name": format!("tool_{i}"), "description": "x".repeat(300),
+                    "inputSchema": {"type": "object", "properties": {
+                        "owner": {"type": "string", "description": "Repository owner"},
+                        "repo": {"type": "string", "description": "Repository name"},
+                        "page": {"type": "number", "minimum": 1}}, "required": ["owner", "repo"]},
+                    "annotations": [{"readOnlyHint": true, "title": "t"}, {"destructiveHint": i % 2 == 0}]})
+                })
+                .collect();
+        }
+    };
+    files.sort();
+    files
+        .iter()
+        .map(|f| signet_core::json::parse_strict(&std::fs::read(f).unwrap(), 64).unwrap())
+        .collect()
+}
+
+fn args_1kib() -> Value {
+    let mut m = serde_json::Map::new();
+    let mut i = 0;
+    while serde_json::to_vec(&Value::Object(m.clone())).unwrap().len() < 1000 {
+        m.insert(format!("field_{i:02}"), json!(format!("value number {i} with some text")));
+        m.insert(format!("n_{i:02}"), json!(i * 37));
+        i += 1;
+    }
+    m.insert("nested".into(), json!({"b": [1, 2.5, true, null], "a": "x"}));
+    Value::Object(m)
+}
+
+fn benches(c: &mut Criterion) {
+    let doc = json!({"name": "io.github.github/github-mcp-server", "version": "1.0.0",
+        "description": "GitHub's official MCP server", "signature": {"tools": github_tools()}});
+    let card = ServerCard::from_value(&doc, &Limits::default()).unwrap();
+    let tools_list = reduce_signature(&card.signature);
+    eprintln!(
+        "signature: {} tools, {} canonical bytes",
+        card.signature.tools.len(),
+        card.canonical_len()
+    );
+
+    c.bench_function("digest_github_signature", |b| b.iter(|| digest(black_box(&doc))));
+    c.bench_function("reduce_github_signature", |b| b.iter(|| reduce_signature(black_box(&card.signature))));
+    c.bench_function("verify_github_tools_list", |b| {
+        b.iter(|| ops::verify_card(black_box(&card), black_box(&tools_list), Mode::Strict).unwrap())
+    });
+    c.bench_function("validate_github_card", |b| {
+        b.iter(|| ServerCard::from_value(black_box(&doc), &Limits::default()).unwrap())
+    });
+    let args = args_1kib();
+    eprintln!("argument object: {} canonical bytes", signet_core::digest::canonical_bytes(&args).len());
+    c.bench_function("digest_key_1kib_arguments", |b| b.iter(|| digest_key(black_box(&args))));
+}
+
+criterion_group!(core, benches);
+criterion_main!(core);

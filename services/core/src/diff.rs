@@ -1,0 +1,642 @@
+//! Capability diff between two versions: what a reviewer reads.
+//!
+//! Every change is classified (the overall classification is the most
+//! serious one present: escalation, else reduction, else neutral):
+//!
+//! | change | kind | class |
+//! |--------|------|-------|
+//! | tool / prompt / resource / template added | `tool_added`, `prompt_added`, `resource_added`, `resource_template_added` | escalation |
+//! | tool / prompt / resource / template removed | `tool_removed`, ... `_removed` | reduction |
+//! | annotation possibility added, more dangerous on some hint than every old possibility | `annotation_possibility_added` | escalation |
+//! | annotation possibility added, at most as dangerous as an old one | `annotation_possibility_added` | neutral |
+//! | annotation possibility removed | `annotation_possibility_removed` | reduction |
+//! | `_meta` policy hint value added beyond every old value (or a claim dropped) | `policy_hint_changed` | escalation |
+//! | `_meta` policy hint values otherwise changed | `policy_hint_changed` | reduction / neutral |
+//! | scope added to / removed from a tool's envelope | `scope_added` / `scope_removed` | escalation / reduction |
+//! | `securitySchemes` alternatives changed (same envelope) | `security_schemes_changed` | neutral |
+//! | `inputSchema`, `outputSchema`, prompt `arguments` changed | `input_schema_changed`, `output_schema_changed`, `prompt_arguments_changed` | neutral |
+//! | `resolve` / `dynamicAnnotations`, description, title changed | `resolve_changed`, `dynamic_annotations_changed`, `description_changed`, `title_changed` | neutral |
+//! | card member changed (`remotes`, `repository`, ...; `version` ignored) | `card_field_changed` | neutral |
+//!
+//! "More dangerous" is the danger order of [`crate::annotations`]. Pointers
+//! point into the new document, or into the old one for removals. Changes
+//! are ordered: card members by key, then tools, prompts, resources and
+//! templates by name, each item's changes in the order of the table.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::annotations::exceeds;
+use crate::card::{ServerCard, SignatureTool};
+use crate::digest::canonical_bytes;
+use crate::error::{pointer_index, pointer_push};
+use crate::scope::tool_scopes;
+
+/// How a change affects what the server may do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Class {
+    /// Nothing less safe became possible, nothing was taken away.
+    Neutral,
+    /// Something was taken away.
+    Reduction,
+    /// Something less safe became possible.
+    Escalation,
+}
+
+/// One change between two versions.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Change {
+    /// Its classification.
+    pub class: Class,
+    /// Machine-readable kind, e.g. `tool_added`.
+    pub kind: &'static str,
+    /// JSON pointer (new document; old document for removals).
+    pub pointer: String,
+    /// The tool, prompt, resource or member concerned.
+    pub name: String,
+    /// One human-readable sentence.
+    pub message: String,
+    /// The old value, when useful.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub before: Option<Value>,
+    /// The new value, when useful.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub after: Option<Value>,
+}
+
+/// The capability diff.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Diff {
+    /// The most serious class among the changes (`neutral` when none).
+    pub classification: Class,
+    /// Every change.
+    pub changes: Vec<Change>,
+}
+
+struct Out(Vec<Change>);
+
+impl Out {
+    #[allow(clippy::too_many_arguments)]
+    fn push(
+        &mut self,
+        class: Class,
+        kind: &'static str,
+        pointer: String,
+        name: &str,
+        message: String,
+        before: Option<Value>,
+        after: Option<Value>,
+    ) {
+        self.0.push(Change {
+            class,
+            kind,
+            pointer,
+            name: name.to_owned(),
+            message,
+            before,
+            after,
+        });
+    }
+}
+
+/// Compares two cards.
+pub fn diff(old: &ServerCard, new: &ServerCard) -> Diff {
+    let mut out = Out(Vec::new());
+    card_fields(old.raw(), new.raw(), &mut out);
+    tools(old, new, &mut out);
+    named_items(old, new, &mut out);
+    let classification = out
+        .0
+        .iter()
+        .map(|c| c.class)
+        .max()
+        .unwrap_or(Class::Neutral);
+    Diff {
+        classification,
+        changes: out.0,
+    }
+}
+
+fn card_fields(old: &Value, new: &Value, out: &mut Out) {
+    let empty = serde_json::Map::new();
+    let o = old.as_object().unwrap_or(&empty);
+    let n = new.as_object().unwrap_or(&empty);
+    let keys: BTreeSet<&String> = o.keys().chain(n.keys()).collect();
+    for k in keys {
+        if k == "signature" || k == "version" {
+            continue;
+        }
+        let (a, b) = (o.get(k), n.get(k));
+        if a.map(canonical_bytes) != b.map(canonical_bytes) {
+            out.push(
+                Class::Neutral,
+                "card_field_changed",
+                pointer_push("", k),
+                k,
+                format!("card member {k} changed"),
+                a.cloned(),
+                b.cloned(),
+            );
+        }
+    }
+}
+
+fn tools(old: &ServerCard, new: &ServerCard, out: &mut Out) {
+    let index = |c: &ServerCard| -> BTreeMap<String, (usize, SignatureTool)> {
+        c.signature
+            .tools
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (t.name.clone(), (i, t.clone())))
+            .collect()
+    };
+    let (o, n) = (index(old), index(new));
+    let names: BTreeSet<&String> = o.keys().chain(n.keys()).collect();
+    for name in names {
+        match (o.get(name), n.get(name)) {
+            (None, Some((i, _))) => out.push(
+                Class::Escalation,
+                "tool_added",
+                format!("/signature/tools/{i}"),
+                name,
+                format!("tool {name:?} added"),
+                None,
+                None,
+            ),
+            (Some((i, _)), None) => out.push(
+                Class::Reduction,
+                "tool_removed",
+                format!("/signature/tools/{i}"),
+                name,
+                format!("tool {name:?} removed"),
+                None,
+                None,
+            ),
+            (Some((_, a)), Some((i, b))) => {
+                tool_changes(a, b, &format!("/signature/tools/{i}"), out)
+            }
+            (None, None) => {}
+        }
+    }
+}
+
+fn tool_changes(a: &SignatureTool, b: &SignatureTool, p: &str, out: &mut Out) {
+    let name = b.name.as_str();
+    let ap = pointer_push(p, "annotations");
+    for (k, nb) in b.possibilities.iter().enumerate() {
+        if a.possibilities.iter().any(|x| nb.conforms_to(x)) {
+            continue;
+        }
+        let escalates = !a
+            .possibilities
+            .iter()
+            .any(|x| nb.at_most_as_dangerous_as(x));
+        out.push(
+            if escalates {
+                Class::Escalation
+            } else {
+                Class::Neutral
+            },
+            "annotation_possibility_added",
+            if b.possibilities.len() > 1 {
+                pointer_index(&ap, k)
+            } else {
+                ap.clone()
+            },
+            name,
+            if escalates {
+                format!("tool {name:?} may now behave less safely than any earlier possibility")
+            } else {
+                format!("tool {name:?} gained a possibility no more dangerous than an earlier one")
+            },
+            None,
+            Some(nb.to_value()),
+        );
+    }
+    for oa in &a.possibilities {
+        if b.possibilities.iter().any(|x| oa.conforms_to(x)) {
+            continue;
+        }
+        out.push(
+            Class::Reduction,
+            "annotation_possibility_removed",
+            ap.clone(),
+            name,
+            format!("tool {name:?} lost an annotation possibility"),
+            Some(oa.to_value()),
+            None,
+        );
+    }
+    // policy hints
+    let mp = pointer_push(p, "_meta");
+    let (pa, pb) = (&a.policy, &b.policy);
+    let ordered =
+        |present: (bool, bool), olds: Vec<u8>, news: Vec<u8>, key: &str, out: &mut Out| {
+            if olds == news {
+                return;
+            }
+            let class = match present {
+                (true, false) => Class::Escalation,
+                (false, true) => Class::Neutral,
+                _ if news.iter().any(|v| !olds.contains(v) && exceeds(v, &olds)) => {
+                    Class::Escalation
+                }
+                _ if olds.iter().any(|v| !news.contains(v)) => Class::Reduction,
+                _ => Class::Neutral,
+            };
+            out.push(
+                class,
+                "policy_hint_changed",
+                pointer_push(&mp, key),
+                name,
+                format!("tool {name:?} {key} values changed"),
+                None,
+                None,
+            );
+        };
+    let rank_e = |v: &[crate::annotations::Effect]| v.iter().map(|e| *e as u8).collect::<Vec<_>>();
+    let rank_s =
+        |v: &[crate::annotations::Sensitivity]| v.iter().map(|e| *e as u8).collect::<Vec<_>>();
+    ordered(
+        (pa.present[0], pb.present[0]),
+        rank_e(&pa.effect),
+        rank_e(&pb.effect),
+        crate::annotations::META_EFFECT,
+        out,
+    );
+    ordered(
+        (pa.present[1], pb.present[1]),
+        rank_s(&pa.sensitivity),
+        rank_s(&pb.sensitivity),
+        crate::annotations::META_RESULT_SENSITIVITY,
+        out,
+    );
+    // booleans: danger is `true` for requiresConfirmation, `false` for idempotent.
+    let danger = |v: &[bool], dangerous: bool| {
+        v.iter()
+            .map(|b| u8::from(*b == dangerous))
+            .collect::<Vec<_>>()
+    };
+    let both = |x: &[u8]| -> Vec<u8> {
+        let mut x = x.to_vec();
+        x.sort();
+        x
+    };
+    ordered(
+        (true, true),
+        both(&danger(&pa.requires_confirmation, true)),
+        both(&danger(&pb.requires_confirmation, true)),
+        crate::annotations::META_REQUIRES_CONFIRMATION,
+        out,
+    );
+    ordered(
+        (true, true),
+        both(&danger(&pa.idempotent, false)),
+        both(&danger(&pb.idempotent, false)),
+        crate::annotations::META_IDEMPOTENT,
+        out,
+    );
+    // scopes
+    let (sa, sb) = (
+        tool_scopes(a.security_schemes.as_deref()),
+        tool_scopes(b.security_schemes.as_deref()),
+    );
+    let sp = pointer_push(p, "securitySchemes");
+    for s in sb.scopes.iter().filter(|s| !sa.scopes.contains(s)) {
+        out.push(
+            Class::Escalation,
+            "scope_added",
+            sp.clone(),
+            name,
+            format!("tool {name:?} may now require scope {s:?}"),
+            None,
+            Some(Value::String(s.clone())),
+        );
+    }
+    for s in sa.scopes.iter().filter(|s| !sb.scopes.contains(s)) {
+        out.push(
+            Class::Reduction,
+            "scope_removed",
+            sp.clone(),
+            name,
+            format!("tool {name:?} no longer requires scope {s:?}"),
+            Some(Value::String(s.clone())),
+            None,
+        );
+    }
+    if sa.alternatives != sb.alternatives && sa.scopes == sb.scopes {
+        out.push(
+            Class::Neutral,
+            "security_schemes_changed",
+            sp,
+            name,
+            format!("tool {name:?} security scheme alternatives changed"),
+            serde_json::to_value(&sa.alternatives).ok(),
+            serde_json::to_value(&sb.alternatives).ok(),
+        );
+    }
+    let schema_eq = |x: &Option<Value>, y: &Option<Value>| {
+        x.as_ref().map(canonical_bytes) == y.as_ref().map(canonical_bytes)
+    };
+    for (key, kind, x, y) in [
+        (
+            "inputSchema",
+            "input_schema_changed",
+            &a.input_schema,
+            &b.input_schema,
+        ),
+        (
+            "outputSchema",
+            "output_schema_changed",
+            &a.output_schema,
+            &b.output_schema,
+        ),
+    ] {
+        if !schema_eq(x, y) {
+            out.push(
+                Class::Neutral,
+                kind,
+                pointer_push(p, key),
+                name,
+                format!("tool {name:?} {key} changed"),
+                x.clone(),
+                y.clone(),
+            );
+        }
+    }
+    for (key, kind, x, y) in [
+        ("resolve", "resolve_changed", a.resolve, b.resolve),
+        (
+            "dynamicAnnotations",
+            "dynamic_annotations_changed",
+            a.dynamic_annotations,
+            b.dynamic_annotations,
+        ),
+    ] {
+        if x != y {
+            out.push(
+                Class::Neutral,
+                kind,
+                pointer_push(p, key),
+                name,
+                format!("tool {name:?} {key} changed"),
+                Some(Value::Bool(x)),
+                Some(Value::Bool(y)),
+            );
+        }
+    }
+    for (key, kind, x, y) in [
+        (
+            "description",
+            "description_changed",
+            &a.description,
+            &b.description,
+        ),
+        ("title", "title_changed", &a.title, &b.title),
+    ] {
+        if x != y {
+            out.push(
+                Class::Neutral,
+                kind,
+                pointer_push(p, key),
+                name,
+                format!("tool {name:?} {key} changed"),
+                x.clone().map(Value::String),
+                y.clone().map(Value::String),
+            );
+        }
+    }
+}
+
+fn named_items(old: &ServerCard, new: &ServerCard, out: &mut Out) {
+    type Keyed<'a> = BTreeMap<&'a str, (usize, &'a Value)>;
+    let lists: [(&str, &str, Keyed<'_>, Keyed<'_>); 3] = [
+        (
+            "prompts",
+            "prompt",
+            old.signature
+                .prompts
+                .iter()
+                .enumerate()
+                .map(|(i, p)| (p.name.as_str(), (i, &p.raw)))
+                .collect(),
+            new.signature
+                .prompts
+                .iter()
+                .enumerate()
+                .map(|(i, p)| (p.name.as_str(), (i, &p.raw)))
+                .collect(),
+        ),
+        (
+            "resources",
+            "resource",
+            old.signature
+                .resources
+                .iter()
+                .enumerate()
+                .map(|(i, p)| (p.uri.as_str(), (i, &p.raw)))
+                .collect(),
+            new.signature
+                .resources
+                .iter()
+                .enumerate()
+                .map(|(i, p)| (p.uri.as_str(), (i, &p.raw)))
+                .collect(),
+        ),
+        (
+            "resourceTemplates",
+            "resource_template",
+            old.signature
+                .resource_templates
+                .iter()
+                .enumerate()
+                .map(|(i, p)| (p.uri_template.as_str(), (i, &p.raw)))
+                .collect(),
+            new.signature
+                .resource_templates
+                .iter()
+                .enumerate()
+                .map(|(i, p)| (p.uri_template.as_str(), (i, &p.raw)))
+                .collect(),
+        ),
+    ];
+    for (list, what, o, n) in lists {
+        let keys: BTreeSet<&str> = o.keys().chain(n.keys()).copied().collect();
+        for key in keys {
+            match (o.get(key), n.get(key)) {
+                (None, Some((i, _))) => out.push(
+                    Class::Escalation,
+                    added_kind(what),
+                    format!("/signature/{list}/{i}"),
+                    key,
+                    format!("{what} {key:?} added"),
+                    None,
+                    None,
+                ),
+                (Some((i, _)), None) => out.push(
+                    Class::Reduction,
+                    removed_kind(what),
+                    format!("/signature/{list}/{i}"),
+                    key,
+                    format!("{what} {key:?} removed"),
+                    None,
+                    None,
+                ),
+                (Some((_, a)), Some((i, b))) => {
+                    let p = format!("/signature/{list}/{i}");
+                    if what == "prompt" {
+                        let args = |v: &Value| v.get("arguments").map(canonical_bytes);
+                        if args(a) != args(b) {
+                            out.push(
+                                Class::Neutral,
+                                "prompt_arguments_changed",
+                                pointer_push(&p, "arguments"),
+                                key,
+                                format!("prompt {key:?} arguments changed"),
+                                a.get("arguments").cloned(),
+                                b.get("arguments").cloned(),
+                            );
+                        }
+                    }
+                    for (field, kind) in [
+                        ("description", "description_changed"),
+                        ("title", "title_changed"),
+                    ] {
+                        if a.get(field) != b.get(field) {
+                            out.push(
+                                Class::Neutral,
+                                kind,
+                                pointer_push(&p, field),
+                                key,
+                                format!("{what} {key:?} {field} changed"),
+                                a.get(field).cloned(),
+                                b.get(field).cloned(),
+                            );
+                        }
+                    }
+                }
+                (None, None) => {}
+            }
+        }
+    }
+}
+
+fn added_kind(what: &str) -> &'static str {
+    match what {
+        "prompt" => "prompt_added",
+        "resource" => "resource_added",
+        _ => "resource_template_added",
+    }
+}
+
+fn removed_kind(what: &str) -> &'static str {
+    match what {
+        "prompt" => "prompt_removed",
+        "resource" => "resource_removed",
+        _ => "resource_template_removed",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::card::Limits;
+    use serde_json::json;
+
+    fn card(tools: Value, extra: Value) -> ServerCard {
+        let mut doc = json!({"name": "a.b/c", "version": "1.0.0", "signature": {"tools": tools,
+            "prompts": [{"name": "p", "arguments": []}], "resources": [{"uri": "x://a"}]}});
+        if let Value::Object(m) = extra {
+            for (k, v) in m {
+                doc[k] = v;
+            }
+        }
+        ServerCard::from_value(&doc, &Limits::default()).unwrap()
+    }
+
+    fn t(annotations: Value) -> Value {
+        json!({"name": "t", "inputSchema": {"type": "object"}, "annotations": annotations})
+    }
+
+    fn kinds(d: &Diff) -> Vec<(Class, &str)> {
+        d.changes.iter().map(|c| (c.class, c.kind)).collect()
+    }
+
+    #[test]
+    fn identical_is_empty() {
+        let a = card(json!([t(json!({"readOnlyHint": true}))]), Value::Null);
+        let d = diff(&a, &a);
+        assert!(d.changes.is_empty());
+        assert_eq!(d.classification, Class::Neutral);
+        assert_eq!(
+            serde_json::to_value(&d).unwrap(),
+            json!({"classification": "neutral", "changes": []})
+        );
+    }
+
+    #[test]
+    fn tools_added_removed() {
+        let a = card(json!([t(json!({}))]), Value::Null);
+        let b = card(json!([]), json!({"version": "1.1.0"}));
+        assert_eq!(kinds(&diff(&a, &b)), [(Class::Reduction, "tool_removed")]);
+        let d = diff(&b, &a);
+        assert_eq!(kinds(&d), [(Class::Escalation, "tool_added")]);
+        assert_eq!(d.classification, Class::Escalation);
+        assert_eq!(d.changes[0].pointer, "/signature/tools/0");
+    }
+
+    #[test]
+    fn possibilities() {
+        let ro = json!({"readOnlyHint": true});
+        let w = json!({"destructiveHint": false});
+        let a = card(json!([t(json!([ro]))]), Value::Null);
+        let b = card(json!([t(json!([ro, w]))]), Value::Null);
+        assert_eq!(
+            kinds(&diff(&a, &b)),
+            [(Class::Escalation, "annotation_possibility_added")]
+        );
+        assert_eq!(
+            kinds(&diff(&b, &a)),
+            [(Class::Reduction, "annotation_possibility_removed")]
+        );
+        // adding a safer possibility is neutral
+        let c = card(json!([t(json!([w, ro]))]), Value::Null);
+        let d = card(json!([t(json!([w]))]), Value::Null);
+        assert_eq!(
+            kinds(&diff(&d, &c)),
+            [(Class::Neutral, "annotation_possibility_added")]
+        );
+    }
+
+    #[test]
+    fn policy_scopes_and_fields() {
+        let mut ta = t(json!({}));
+        ta["_meta"] = json!({"mcp.dev/effect": ["read"]});
+        ta["securitySchemes"] = json!([{"type": "oauth2", "scopes": ["read:org"]}]);
+        let mut tb = ta.clone();
+        tb["_meta"] =
+            json!({"mcp.dev/effect": ["read", "delete"], "mcp.dev/requiresConfirmation": true});
+        tb["securitySchemes"] = json!([{"type": "oauth2", "scopes": ["admin:org"]}]);
+        tb["description"] = json!("new");
+        tb["inputSchema"] = json!({"type": "object", "properties": {}});
+        let a = card(json!([ta]), Value::Null);
+        let b = card(json!([tb]), json!({"websiteUrl": "https://x.example"}));
+        assert_eq!(
+            kinds(&diff(&a, &b)),
+            [
+                (Class::Neutral, "card_field_changed"),
+                (Class::Escalation, "policy_hint_changed"),
+                (Class::Escalation, "policy_hint_changed"),
+                (Class::Escalation, "scope_added"),
+                (Class::Reduction, "scope_removed"),
+                (Class::Neutral, "input_schema_changed"),
+                (Class::Neutral, "description_changed"),
+            ]
+        );
+        let back = diff(&b, &a);
+        assert_eq!(back.changes[1].class, Class::Reduction);
+    }
+}

@@ -1,0 +1,329 @@
+//! Canonical form (RFC 8785, the JSON Canonicalization Scheme) and digests.
+//!
+//! A published document's identity is `sha256:<64 lowercase hex>` of its
+//! RFC 8785 bytes. The same canonical bytes key the resolve cache, so `1`,
+//! `1.0` and `1e0` — or `"\u0041"` and `"A"` — always agree.
+//!
+//! The serialiser here writes straight from a [`serde_json::Value`]:
+//!
+//! | element | canonical output (RFC 8785 §3.2) |
+//! |---------|----------------------------------|
+//! | `null`, `true`, `false` | as is |
+//! | number  | the ECMAScript `Number.prototype.toString` form of the IEEE-754 double (§3.2.2.3): integers below 10²¹ without exponent or fraction, `-0` as `0`, shortest round-trip digits otherwise, exponent form `1e+21` / `1e-7` outside \[10⁻⁶, 10²¹) |
+//! | string  | UTF-8, escaping only `"`, `\` and controls below U+0020 (`\b \t \n \f \r`, else `\u00xx` lowercase) (§3.2.2.2) |
+//! | object  | members sorted by the UTF-16 code units of their names, no whitespace (§3.2.3) |
+//! | array   | elements in order, no whitespace |
+//!
+//! Integers that do not fit an IEEE-754 double exactly are rounded to the
+//! nearest double first, as RFC 8785 §3.2.2.3 requires of every number.
+
+use serde_json::{Map, Number, Value};
+use sha2::{Digest, Sha256};
+
+/// Prefix of every digest string.
+pub const DIGEST_PREFIX: &str = "sha256:";
+
+/// The RFC 8785 canonical bytes of `value`.
+pub fn canonical_bytes(value: &Value) -> Vec<u8> {
+    let mut out = Vec::with_capacity(256);
+    write_canonical(&mut out, value);
+    out
+}
+
+/// Appends the RFC 8785 canonical bytes of `value` to `out`.
+pub fn write_canonical(out: &mut Vec<u8>, value: &Value) {
+    match value {
+        Value::Null => out.extend_from_slice(b"null"),
+        Value::Bool(true) => out.extend_from_slice(b"true"),
+        Value::Bool(false) => out.extend_from_slice(b"false"),
+        Value::Number(n) => write_number(out, n),
+        Value::String(s) => write_string(out, s),
+        Value::Array(items) => {
+            out.push(b'[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                write_canonical(out, item);
+            }
+            out.push(b']');
+        }
+        Value::Object(map) => write_object(out, map),
+    }
+}
+
+fn write_object(out: &mut Vec<u8>, map: &Map<String, Value>) {
+    out.push(b'{');
+    let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+    // A `BTreeMap` iterates in code-point order, which equals UTF-16 order
+    // for most keys; sorting an already-sorted vector is one cheap pass.
+    if !entries
+        .windows(2)
+        .all(|w| utf16_cmp(w[0].0, w[1].0) != std::cmp::Ordering::Greater)
+    {
+        entries.sort_unstable_by(|a, b| utf16_cmp(a.0, b.0));
+    }
+    for (i, (k, v)) in entries.into_iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        write_string(out, k);
+        out.push(b':');
+        write_canonical(out, v);
+    }
+    out.push(b'}');
+}
+
+/// Orders two strings by their UTF-16 code units (RFC 8785 §3.2.3).
+pub fn utf16_cmp(a: &str, b: &str) -> std::cmp::Ordering {
+    if a.is_ascii() && b.is_ascii() {
+        a.as_bytes().cmp(b.as_bytes())
+    } else {
+        a.encode_utf16().cmp(b.encode_utf16())
+    }
+}
+
+const HEX: &[u8; 16] = b"0123456789abcdef";
+
+fn write_string(out: &mut Vec<u8>, s: &str) {
+    out.push(b'"');
+    let bytes = s.as_bytes();
+    let mut start = 0;
+    for (i, &b) in bytes.iter().enumerate() {
+        let esc: &[u8] = match b {
+            b'"' => b"\\\"",
+            b'\\' => b"\\\\",
+            0x08 => b"\\b",
+            0x09 => b"\\t",
+            0x0a => b"\\n",
+            0x0c => b"\\f",
+            0x0d => b"\\r",
+            0x00..=0x1f => b"",
+            _ => continue,
+        };
+        out.extend_from_slice(&bytes[start..i]);
+        if esc.is_empty() {
+            out.extend_from_slice(b"\\u00");
+            out.push(HEX[(b >> 4) as usize]);
+            out.push(HEX[(b & 0xf) as usize]);
+        } else {
+            out.extend_from_slice(esc);
+        }
+        start = i + 1;
+    }
+    out.extend_from_slice(&bytes[start..]);
+    out.push(b'"');
+}
+
+/// 2^53: every integer of smaller magnitude is exactly representable.
+const EXACT_INT: u64 = 1 << 53;
+
+fn write_number(out: &mut Vec<u8>, n: &Number) {
+    if let Some(u) = n.as_u64() {
+        if u < EXACT_INT {
+            write_u64(out, u);
+            return;
+        }
+    } else if let Some(i) = n.as_i64()
+        && i.unsigned_abs() < EXACT_INT
+    {
+        if i < 0 {
+            out.push(b'-');
+        }
+        write_u64(out, i.unsigned_abs());
+        return;
+    }
+    // Values parsed by serde_json are always finite.
+    write_f64(out, n.as_f64().unwrap_or(0.0));
+}
+
+fn write_u64(out: &mut Vec<u8>, mut u: u64) {
+    let mut buf = [0u8; 20];
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (u % 10) as u8;
+        u /= 10;
+        if u == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&buf[i..]);
+}
+
+/// Writes a finite double the way ECMAScript's `Number.prototype.toString`
+/// does (ECMA-262 §7.1.12.1, as RFC 8785 §3.2.2.3 requires). The shortest
+/// digits with ECMAScript's closest-then-even tie-break come from
+/// `serde_json_canonicalizer` (`ryu-js`); Rust's own shortest formatting
+/// breaks exact ties differently (RFC 8785 Appendix B, `43143ff3c1cb0959`).
+fn write_f64(out: &mut Vec<u8>, f: f64) {
+    if f == 0.0 || !f.is_finite() {
+        out.push(b'0');
+        return;
+    }
+    match serde_json_canonicalizer::to_vec(&f) {
+        Ok(bytes) => out.extend_from_slice(&bytes),
+        Err(_) => out.push(b'0'),
+    }
+}
+
+/// SHA-256 of the canonical bytes of `value`, raw: the fast path for cache
+/// keys, which need no string form.
+pub fn digest_key(value: &Value) -> [u8; 32] {
+    let mut buf = Vec::with_capacity(1024);
+    write_canonical(&mut buf, value);
+    Sha256::digest(&buf).into()
+}
+
+/// `sha256:<64 lowercase hex>` of the canonical bytes of `value`.
+pub fn digest(value: &Value) -> String {
+    digest_bytes(&canonical_bytes(value))
+}
+
+/// `sha256:<64 lowercase hex>` of already-canonical bytes.
+pub fn digest_bytes(canonical: &[u8]) -> String {
+    let hash: [u8; 32] = Sha256::digest(canonical).into();
+    let mut s = String::with_capacity(DIGEST_PREFIX.len() + 64);
+    s.push_str(DIGEST_PREFIX);
+    for b in hash {
+        s.push(HEX[(b >> 4) as usize] as char);
+        s.push(HEX[(b & 0xf) as usize] as char);
+    }
+    s
+}
+
+/// True when `s` has the exact shape `sha256:<64 lowercase hex>`.
+pub fn is_digest(s: &str) -> bool {
+    s.strip_prefix(DIGEST_PREFIX).is_some_and(|hex| {
+        hex.len() == 64 && hex.bytes().all(|c| matches!(c, b'0'..=b'9' | b'a'..=b'f'))
+    })
+}
+
+/// True when the two values have the same canonical form.
+pub fn canonical_eq(a: &Value, b: &Value) -> bool {
+    canonical_bytes(a) == canonical_bytes(b)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn canon(text: &str) -> String {
+        let v: Value = serde_json::from_str(text).unwrap();
+        String::from_utf8(canonical_bytes(&v)).unwrap()
+    }
+
+    fn num(f: f64) -> String {
+        let mut out = Vec::new();
+        write_f64(&mut out, f);
+        String::from_utf8(out).unwrap()
+    }
+
+    /// RFC 8785 Appendix B: IEEE-754 bit patterns and their canonical text.
+    #[test]
+    fn rfc8785_appendix_b_numbers() {
+        let cases: &[(u64, &str)] = &[
+            (0x0000000000000000, "0"),
+            (0x8000000000000000, "0"),
+            (0x0000000000000001, "5e-324"),
+            (0x8000000000000001, "-5e-324"),
+            (0x7fefffffffffffff, "1.7976931348623157e+308"),
+            (0xffefffffffffffff, "-1.7976931348623157e+308"),
+            (0x4340000000000000, "9007199254740992"),
+            (0xc340000000000000, "-9007199254740992"),
+            (0x4430000000000000, "295147905179352830000"),
+            (0x44b52d02c7e14af5, "9.999999999999997e+22"),
+            (0x44b52d02c7e14af6, "1e+23"),
+            (0x44b52d02c7e14af7, "1.0000000000000001e+23"),
+            (0x444b1ae4d6e2ef4e, "999999999999999700000"),
+            (0x444b1ae4d6e2ef4f, "999999999999999900000"),
+            (0x444b1ae4d6e2ef50, "1e+21"),
+            (0x3eb0c6f7a0b5ed8c, "9.999999999999997e-7"),
+            (0x3eb0c6f7a0b5ed8d, "0.000001"),
+            (0x41b3de4355555553, "333333333.3333332"),
+            (0x41b3de4355555554, "333333333.33333325"),
+            (0x41b3de4355555555, "333333333.3333333"),
+            (0x41b3de4355555556, "333333333.3333334"),
+            (0x41b3de4355555557, "333333333.33333343"),
+            (0xbecbf647612f3696, "-0.0000033333333333333333"),
+            (0x43143ff3c1cb0959, "1424953923781206.2"),
+        ];
+        for &(bits, want) in cases {
+            assert_eq!(num(f64::from_bits(bits)), want, "bits {bits:016x}");
+        }
+    }
+
+    /// RFC 8785 §3.2.2 example: the canonical form of a mixed document.
+    #[test]
+    fn rfc8785_section_3_2_2_example() {
+        let input = r#"{
+          "numbers": [333333333.33333329, 1E30, 4.50, 2e-3, 0.000000000000000000000000001],
+          "string": "\u20ac$\u000F\u000aA'\u0042\u0022\u005c\\\"\/",
+          "literals": [null, true, false]
+        }"#;
+        let want = r#"{"literals":[null,true,false],"numbers":[333333333.3333333,1e+30,4.5,0.002,1e-27],"string":"€$\u000f\nA'B\"\\\\\"/"}"#;
+        assert_eq!(canon(input), want);
+    }
+
+    /// RFC 8785 §3.2.3 example: sorting by UTF-16 code units.
+    #[test]
+    fn rfc8785_section_3_2_3_sorting() {
+        let input = r#"{
+          "\u20ac": "Euro Sign",
+          "\r": "Carriage Return",
+          "\ufb33": "Hebrew Letter Dalet With Dagesh",
+          "1": "One",
+          "\ud83d\ude00": "Emoji: Grinning Face",
+          "\u0080": "Control",
+          "\u00f6": "Latin Small Letter O With Diaeresis"
+        }"#;
+        let v: Value = serde_json::from_str(input).unwrap();
+        let canon = String::from_utf8(canonical_bytes(&v)).unwrap();
+        let order: Vec<&str> = [
+            "Carriage Return",
+            "One",
+            "Control",
+            "Latin Small Letter O With Diaeresis",
+            "Euro Sign",
+            "Emoji: Grinning Face",
+            "Hebrew Letter Dalet With Dagesh",
+        ]
+        .to_vec();
+        let mut last = 0;
+        for name in order {
+            let at = canon.find(name).unwrap();
+            assert!(at > last || last == 0, "{name} out of order in {canon}");
+            last = at;
+        }
+    }
+
+    #[test]
+    fn equivalent_spellings_agree() {
+        assert_eq!(canon("[1, 1.0, 1e0, 10E-1]"), "[1,1,1,1]");
+        assert_eq!(canon(r#""\u0041""#), r#""A""#);
+        assert_eq!(canon("-0.0"), "0");
+        assert_eq!(canon("1e21"), "1e+21");
+        assert_eq!(canon("123456789012345678901"), "123456789012345680000");
+        assert_eq!(canon("-9007199254740993"), "-9007199254740992");
+        assert_eq!(canon("18446744073709551615"), "18446744073709552000");
+        assert_eq!(
+            canon(r#"{"b":1,"a":{"d":[],"c":{}}}"#),
+            r#"{"a":{"c":{},"d":[]},"b":1}"#
+        );
+    }
+
+    #[test]
+    fn digest_shape() {
+        let d = digest(&json!({"a": 1}));
+        assert!(is_digest(&d), "{d}");
+        assert_eq!(d, digest(&json!({"a": 1.0})));
+        // sha256 of `{"a":1}`
+        assert_eq!(
+            d,
+            "sha256:015abd7f5cc57a2dd94b7590f04ad8084273905ee33ec5cebeae62276a97f862"
+        );
+        assert!(!is_digest("sha256:ABC"));
+        assert_eq!(digest_key(&json!({"a": 1})).len(), 32);
+    }
+}

@@ -1,0 +1,36 @@
+//! signet-core: the pure heart of Signet.
+//!
+//! Core owns the domain model and every algorithm the services share:
+//!
+//! - [`card`]: the server card with its capability signature (SEP-2091),
+//!   validated under configurable [`card::Limits`], every error with a JSON
+//!   pointer ([`error::ValidationErrors`]);
+//! - [`names`]: identity of servers and versions;
+//! - [`digest`]: RFC 8785 canonical form and `sha256:` digests;
+//! - [`annotations`]: typed hints, normalisation and the danger order;
+//! - [`reduce`]: worst-case reduction (signature → `tools/list`);
+//! - [`contain`]: containment of runtime observations and enforcement
+//!   [`Mode`]s;
+//! - [`diff`]: capability diff between two versions;
+//! - [`scope`]: the scope envelope of a signature;
+//! - [`ops`]: the pure entry points behind the CLI and HTTP API;
+//! - [`json`]: strict JSON input; [`ids`]: shared identifiers.
+//!
+//! Core must never know about IO, HTTP, SQL, async runtimes (no tokio),
+//! clocks, configuration files or any service crate. Everything here is a
+//! deterministic function of its inputs, and every output is sorted.
+
+pub mod annotations;
+pub mod card;
+pub mod contain;
+pub mod diff;
+pub mod digest;
+pub mod error;
+pub mod ids;
+pub mod json;
+pub mod names;
+pub mod ops;
+pub mod reduce;
+pub mod scope;
+
+pub use contain::Mode;

@@ -1,0 +1,497 @@
+//! Bearer-token authentication.
+//!
+//! Every request that touches tenant data carries `Authorization: Bearer
+//! <JWT>`. Verification is explicit and strict (DESIGN.md "Input rules"):
+//!
+//! - the header is at most 8 KiB and the token has exactly three segments;
+//! - the issuer (`iss`) selects a configured issuer; its algorithm allow-list
+//!   must contain the header's `alg` (so `none` and HS/RS/EdDSA confusion
+//!   fail before any key is touched);
+//! - `exp`, `iss`, `aud`, `sub` are required, `nbf` is validated, leeway is
+//!   at most 30 seconds;
+//! - keys come from configuration or the issuer's JWKS URL; `jku`, `x5u` and
+//!   an embedded `jwk` in the token header are never followed;
+//! - an unknown `kid` refetches the JWKS at most once per refetch interval
+//!   (default 60 s), so a flood of forged `kid`s cannot hammer the provider.
+//!
+//! Verified tokens are cached by their SHA-256 so a repeat costs a hash and a
+//! map lookup; the cached entry still honours `exp`.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use axum::extract::FromRequestParts;
+use axum::http::request::Parts;
+use axum::http::{HeaderValue, StatusCode, header};
+use base64::Engine as _;
+use jsonwebtoken::jwk::JwkSet;
+use jsonwebtoken::{Algorithm, DecodingKey, Validation};
+use serde::Deserialize;
+use sha2::{Digest, Sha256};
+use signet_core::ids::TenantId;
+use tokio::sync::Mutex;
+
+use crate::problem::ApiError;
+
+/// Largest `Authorization` header accepted.
+pub const MAX_AUTHORIZATION_BYTES: usize = 8 * 1024;
+/// Largest leeway the configuration may set.
+pub const MAX_LEEWAY_SECS: u64 = 30;
+
+/// A role a token may carry (`roles` claim).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// Manages tenants across the whole installation.
+    Platform,
+    /// Everything within one tenant.
+    Admin,
+    /// Publishes signatures.
+    Publisher,
+    /// Reviews and approves versions.
+    Reviewer,
+    /// Reads the registry.
+    Reader,
+    /// Clients and gateways: read, resolve, plan scopes.
+    Client,
+}
+
+impl Role {
+    /// All roles, in a fixed order.
+    pub const ALL: [Role; 6] = [
+        Role::Platform,
+        Role::Admin,
+        Role::Publisher,
+        Role::Reviewer,
+        Role::Reader,
+        Role::Client,
+    ];
+
+    /// Every role that belongs to a tenant (all but `platform`).
+    pub const TENANT: [Role; 5] = [
+        Role::Admin,
+        Role::Publisher,
+        Role::Reviewer,
+        Role::Reader,
+        Role::Client,
+    ];
+
+    /// The claim spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Platform => "platform",
+            Role::Admin => "admin",
+            Role::Publisher => "publisher",
+            Role::Reviewer => "reviewer",
+            Role::Reader => "reader",
+            Role::Client => "client",
+        }
+    }
+
+    /// Parses the claim spelling.
+    pub fn parse(s: &str) -> Option<Role> {
+        Role::ALL.into_iter().find(|r| r.as_str() == s)
+    }
+
+    fn bit(self) -> u8 {
+        1 << (self as u8)
+    }
+}
+
+/// The verified identity behind a request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Principal {
+    /// The token's subject.
+    pub sub: String,
+    /// The token's issuer.
+    pub issuer: String,
+    /// The tenant the token belongs to (absent for platform tokens).
+    pub tenant: Option<TenantId>,
+    roles: u8,
+    /// Expiry (seconds since the epoch).
+    pub expires_at: u64,
+}
+
+impl Principal {
+    /// Builds a principal (used by verification and by tests).
+    pub fn new(
+        sub: &str,
+        issuer: &str,
+        tenant: Option<TenantId>,
+        roles: &[Role],
+        expires_at: u64,
+    ) -> Self {
+        Self {
+            sub: sub.to_owned(),
+            issuer: issuer.to_owned(),
+            tenant,
+            roles: roles.iter().fold(0, |acc, r| acc | r.bit()),
+            expires_at,
+        }
+    }
+
+    /// Whether the principal holds `role`.
+    pub fn has(&self, role: Role) -> bool {
+        self.roles & role.bit() != 0
+    }
+
+    /// Whether the principal holds any of `roles`.
+    pub fn has_any(&self, roles: &[Role]) -> bool {
+        roles.iter().any(|r| self.has(*r))
+    }
+
+    /// The roles held, in [`Role::ALL`] order.
+    pub fn roles(&self) -> Vec<Role> {
+        Role::ALL.into_iter().filter(|r| self.has(*r)).collect()
+    }
+
+    /// `Ok` when the principal holds one of `roles`, else 403 `forbidden_role`.
+    pub fn require_any(&self, roles: &[Role]) -> Result<(), ApiError> {
+        if self.has_any(roles) {
+            Ok(())
+        } else {
+            let names: Vec<&str> = roles.iter().map(|r| r.as_str()).collect();
+            Err(ApiError::forbidden_role(&names))
+        }
+    }
+}
+
+/// Why a request is not authenticated.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AuthError {
+    /// No bearer token was sent.
+    #[error("a bearer token is required")]
+    Missing,
+    /// A token was sent but is not acceptable.
+    #[error("invalid token: {0}")]
+    Invalid(String),
+}
+
+impl From<AuthError> for ApiError {
+    fn from(e: AuthError) -> Self {
+        let (code, title, challenge) = match &e {
+            AuthError::Missing => (
+                "unauthenticated",
+                "Authentication required",
+                "Bearer realm=\"signet\"".to_owned(),
+            ),
+            AuthError::Invalid(why) => (
+                "invalid_token",
+                "Invalid bearer token",
+                format!(
+                    "Bearer realm=\"signet\", error=\"invalid_token\", error_description=\"{}\"",
+                    why.replace(['"', '\\'], "'")
+                ),
+            ),
+        };
+        ApiError::new(StatusCode::UNAUTHORIZED, code, title)
+            .detail(e.to_string())
+            .header(
+                header::WWW_AUTHENTICATE,
+                HeaderValue::from_str(&challenge)
+                    .unwrap_or_else(|_| HeaderValue::from_static("Bearer realm=\"signet\"")),
+            )
+    }
+}
+
+/// Where an issuer's verification keys come from.
+pub enum KeySource {
+    /// One configured key (Ed25519 public key or HS256 secret); `kid` is ignored.
+    Static(DecodingKey),
+    /// A JWKS document fetched from a URL and cached by `kid`.
+    Jwks {
+        /// The JWKS URL.
+        url: String,
+        /// Minimum time between two fetches caused by unknown `kid`s.
+        min_refetch: Duration,
+    },
+}
+
+/// One trusted token issuer.
+pub struct IssuerConfig {
+    /// Expected `iss`.
+    pub issuer: String,
+    /// Expected `aud`.
+    pub audience: String,
+    /// Algorithms accepted from this issuer.
+    pub algorithms: Vec<Algorithm>,
+    /// Verification keys.
+    pub keys: KeySource,
+}
+
+struct JwksState {
+    keys: HashMap<String, Arc<DecodingKey>>,
+    last_fetch: Option<Instant>,
+    fetches: u64,
+}
+
+struct Issuer {
+    config: IssuerConfig,
+    jwks: Mutex<JwksState>,
+}
+
+#[derive(Deserialize)]
+struct Claims {
+    sub: String,
+    exp: u64,
+    #[serde(default)]
+    tenant: Option<String>,
+    #[serde(default)]
+    roles: Vec<String>,
+}
+
+/// Verifies bearer tokens against the configured issuers.
+pub struct Authenticator {
+    issuers: HashMap<String, Issuer>,
+    leeway: u64,
+    cache: moka::sync::Cache<[u8; 32], Arc<Principal>>,
+    http: reqwest::Client,
+}
+
+fn now_secs() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+impl Authenticator {
+    /// Builds an authenticator. `leeway_secs` is clamped to 30 seconds.
+    pub fn new(issuers: Vec<IssuerConfig>, leeway_secs: u64) -> Self {
+        let http = reqwest::Client::builder()
+            .timeout(Duration::from_secs(5))
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .unwrap_or_default();
+        Self {
+            issuers: issuers
+                .into_iter()
+                .map(|c| {
+                    (
+                        c.issuer.clone(),
+                        Issuer {
+                            config: c,
+                            jwks: Mutex::new(JwksState {
+                                keys: HashMap::new(),
+                                last_fetch: None,
+                                fetches: 0,
+                            }),
+                        },
+                    )
+                })
+                .collect(),
+            leeway: leeway_secs.min(MAX_LEEWAY_SECS),
+            cache: moka::sync::Cache::builder()
+                .max_capacity(100_000)
+                .time_to_live(Duration::from_secs(300))
+                .build(),
+            http,
+        }
+    }
+
+    /// How many JWKS fetches an issuer has made (for tests and metrics).
+    pub async fn jwks_fetches(&self, issuer: &str) -> u64 {
+        match self.issuers.get(issuer) {
+            Some(i) => i.jwks.lock().await.fetches,
+            None => 0,
+        }
+    }
+
+    /// Verifies the value of an `Authorization` header.
+    pub async fn verify_header(
+        &self,
+        value: Option<&HeaderValue>,
+    ) -> Result<Arc<Principal>, AuthError> {
+        let Some(value) = value else {
+            return Err(AuthError::Missing);
+        };
+        if value.len() > MAX_AUTHORIZATION_BYTES {
+            return Err(AuthError::Invalid("authorization header too large".into()));
+        }
+        let text = value
+            .to_str()
+            .map_err(|_| AuthError::Invalid("authorization header is not ASCII".into()))?;
+        let (scheme, token) = text.split_once(' ').unwrap_or((text, ""));
+        if !scheme.eq_ignore_ascii_case("bearer") {
+            return Err(AuthError::Missing);
+        }
+        self.verify(token.trim()).await
+    }
+
+    /// Verifies a compact JWT.
+    pub async fn verify(&self, token: &str) -> Result<Arc<Principal>, AuthError> {
+        let hash: [u8; 32] = Sha256::digest(token.as_bytes()).into();
+        if let Some(p) = self.cache.get(&hash) {
+            if now_secs() <= p.expires_at + self.leeway {
+                return Ok(p);
+            }
+            self.cache.invalidate(&hash);
+            return Err(AuthError::Invalid("token expired".into()));
+        }
+        let principal = Arc::new(self.verify_uncached(token).await?);
+        self.cache.insert(hash, principal.clone());
+        Ok(principal)
+    }
+
+    async fn verify_uncached(&self, token: &str) -> Result<Principal, AuthError> {
+        let invalid = |s: &str| AuthError::Invalid(s.to_owned());
+        let segments: Vec<&str> = token.split('.').collect();
+        if segments.len() != 3 {
+            return Err(invalid("a JWT has exactly three segments"));
+        }
+        let header = jsonwebtoken::decode_header(token)
+            .map_err(|_| invalid("malformed token header or unsupported algorithm"))?;
+        let payload = base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(segments[1])
+            .map_err(|_| invalid("token payload is not base64url"))?;
+        let payload: serde_json::Value =
+            serde_json::from_slice(&payload).map_err(|_| invalid("token payload is not JSON"))?;
+        let iss = payload
+            .get("iss")
+            .ok_or_else(|| invalid("missing required claim iss"))?
+            .as_str()
+            .ok_or_else(|| invalid("claim iss must be a string"))?;
+        let issuer = self
+            .issuers
+            .get(iss)
+            .ok_or_else(|| invalid("untrusted issuer"))?;
+        let cfg = &issuer.config;
+        if !cfg.algorithms.contains(&header.alg) {
+            return Err(invalid("algorithm not allowed for this issuer"));
+        }
+        let jwks_key;
+        let key: &DecodingKey = match &cfg.keys {
+            KeySource::Static(k) => k,
+            KeySource::Jwks { url, min_refetch } => {
+                let kid = header
+                    .kid
+                    .as_deref()
+                    .ok_or_else(|| invalid("token header has no kid"))?;
+                jwks_key = self.jwks_key(issuer, url, *min_refetch, kid).await?;
+                &jwks_key
+            }
+        };
+        let mut validation = Validation::new(header.alg);
+        validation.algorithms = vec![header.alg];
+        validation.set_issuer(&[&cfg.issuer]);
+        validation.set_audience(&[&cfg.audience]);
+        validation.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
+        validation.validate_exp = true;
+        validation.validate_nbf = true;
+        validation.validate_aud = true;
+        validation.leeway = self.leeway;
+        let data = jsonwebtoken::decode::<Claims>(token, key, &validation).map_err(|e| {
+            use jsonwebtoken::errors::ErrorKind as K;
+            AuthError::Invalid(match e.kind() {
+                K::InvalidSignature => "bad signature".into(),
+                K::ExpiredSignature => "token expired".into(),
+                K::ImmatureSignature => "token not valid yet (nbf)".into(),
+                K::InvalidIssuer => "wrong issuer".into(),
+                K::InvalidAudience => "wrong audience".into(),
+                K::MissingRequiredClaim(c) => format!("missing required claim {c}"),
+                K::InvalidClaimFormat(c) => format!("claim {c} has the wrong type"),
+                K::InvalidAlgorithm => "algorithm does not match the key".into(),
+                _ => "token rejected".into(),
+            })
+        })?;
+        let claims = data.claims;
+        if claims.sub.is_empty() {
+            return Err(invalid("claim sub is empty"));
+        }
+        let tenant = match claims.tenant {
+            Some(t) => Some(
+                TenantId::parse(&t)
+                    .map_err(|_| invalid("claim tenant is not a valid tenant id"))?,
+            ),
+            None => None,
+        };
+        let roles: Vec<Role> = claims.roles.iter().filter_map(|r| Role::parse(r)).collect();
+        Ok(Principal::new(
+            &claims.sub,
+            &cfg.issuer,
+            tenant,
+            &roles,
+            claims.exp,
+        ))
+    }
+
+    async fn jwks_key(
+        &self,
+        issuer: &Issuer,
+        url: &str,
+        min_refetch: Duration,
+        kid: &str,
+    ) -> Result<DecodingKey, AuthError> {
+        let mut state = issuer.jwks.lock().await;
+        if let Some(k) = state.keys.get(kid) {
+            return Ok((**k).clone());
+        }
+        let due = state.last_fetch.is_none_or(|t| t.elapsed() >= min_refetch);
+        if !due {
+            return Err(AuthError::Invalid("unknown key id".into()));
+        }
+        state.last_fetch = Some(Instant::now());
+        state.fetches += 1;
+        match self.fetch_jwks(url).await {
+            Ok(keys) => state.keys = keys,
+            Err(e) => {
+                tracing::warn!(jwks.url = url, error = %e, "JWKS fetch failed");
+                return Err(AuthError::Invalid("signing keys unavailable".into()));
+            }
+        }
+        state
+            .keys
+            .get(kid)
+            .map(|k| (**k).clone())
+            .ok_or_else(|| AuthError::Invalid("unknown key id".into()))
+    }
+
+    async fn fetch_jwks(&self, url: &str) -> Result<HashMap<String, Arc<DecodingKey>>, String> {
+        let resp = self.http.get(url).send().await.map_err(|e| e.to_string())?;
+        if !resp.status().is_success() {
+            return Err(format!("status {}", resp.status()));
+        }
+        let bytes = resp.bytes().await.map_err(|e| e.to_string())?;
+        if bytes.len() > 256 * 1024 {
+            return Err("JWKS document too large".into());
+        }
+        let set: JwkSet = serde_json::from_slice(&bytes).map_err(|e| e.to_string())?;
+        let mut keys = HashMap::new();
+        for jwk in &set.keys {
+            let Some(kid) = jwk.common.key_id.clone() else {
+                continue;
+            };
+            if let Ok(k) = DecodingKey::from_jwk(jwk) {
+                keys.insert(kid, Arc::new(k));
+            }
+        }
+        Ok(keys)
+    }
+}
+
+/// The authenticated principal of a request (401 when absent or invalid).
+///
+/// Reads only the `Authorization` header: tokens in query strings are ignored.
+#[derive(Debug, Clone)]
+pub struct Auth(pub Arc<Principal>);
+
+impl<S: Send + Sync> FromRequestParts<S> for Auth {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
+        if let Some(p) = parts.extensions.get::<Auth>() {
+            return Ok(p.clone());
+        }
+        let Some(authn) = parts.extensions.get::<Arc<Authenticator>>().cloned() else {
+            tracing::error!("no Authenticator installed in request extensions");
+            return Err(ApiError::internal());
+        };
+        let principal = authn
+            .verify_header(parts.headers.get(header::AUTHORIZATION))
+            .await?;
+        let auth = Auth(principal);
+        parts.extensions.insert(auth.clone());
+        Ok(auth)
+    }
+}

@@ -1,0 +1,190 @@
+//! Strict JSON request bodies.
+//!
+//! [`StrictJson`] is the only way a Signet handler reads a JSON body. It
+//! refuses, with a problem response and never a 500:
+//!
+//! | input                                      | status | code                    |
+//! |--------------------------------------------|--------|-------------------------|
+//! | `Content-Type` not JSON                    | 415    | `unsupported_media_type`|
+//! | body over the configured limit             | 413    | `body_too_large`        |
+//! | not JSON / trailing bytes / lone surrogate | 400    | `malformed_json`        |
+//! | a key twice in one object                  | 400    | `duplicate_key`         |
+//! | nesting deeper than 64                     | 400    | `too_deep`              |
+//! | JSON of the wrong shape or type            | 422    | `validation_failed`     |
+
+use axum::body::Bytes;
+use axum::extract::{FromRequest, Request};
+use axum::http::{StatusCode, header};
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use signet_core::json::{self, JsonErrorKind};
+
+use crate::problem::{ApiError, FieldError};
+
+/// A JSON body parsed strictly, then deserialised into `T`.
+#[derive(Debug, Clone)]
+pub struct StrictJson<T>(pub T);
+
+/// 413 `body_too_large`.
+pub fn too_large() -> ApiError {
+    ApiError::new(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        "body_too_large",
+        "Request body too large",
+    )
+    .detail("the request body exceeds the configured limit")
+}
+
+fn is_json(req: &Request) -> bool {
+    let Some(ct) = req.headers().get(header::CONTENT_TYPE) else {
+        return false;
+    };
+    let Ok(ct) = ct.to_str() else { return false };
+    let essence = ct
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
+    essence == "application/json"
+        || (essence.starts_with("application/") && essence.ends_with("+json"))
+}
+
+/// Reads a request body as a strictly parsed JSON value.
+pub async fn read_value<S: Send + Sync>(req: Request, state: &S) -> Result<Value, ApiError> {
+    if !is_json(&req) {
+        return Err(ApiError::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "unsupported_media_type",
+            "Unsupported media type",
+        )
+        .detail("send the body as Content-Type: application/json"));
+    }
+    let bytes = Bytes::from_request(req, state).await.map_err(|rej| {
+        if rej.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            too_large()
+        } else {
+            ApiError::malformed_json(format!("could not read the request body: {rej}"))
+        }
+    })?;
+    parse_body(&bytes)
+}
+
+/// Parses bytes with the strict rules of [`signet_core::json`].
+pub fn parse_body(bytes: &[u8]) -> Result<Value, ApiError> {
+    json::parse_strict(bytes, json::DEFAULT_MAX_DEPTH).map_err(|e| match e.kind {
+        JsonErrorKind::DuplicateKey => ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "duplicate_key",
+            "Duplicate object key",
+        )
+        .detail(e.message),
+        JsonErrorKind::TooDeep => ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "too_deep",
+            "JSON nested too deeply",
+        )
+        .detail(e.message),
+        JsonErrorKind::Syntax => ApiError::malformed_json(e.message),
+    })
+}
+
+/// Deserialises a value into `T`, reporting the JSON pointer of the failure.
+pub fn from_value<T: DeserializeOwned>(value: Value) -> Result<T, ApiError> {
+    serde_path_to_error::deserialize::<_, T>(value).map_err(|e| {
+        let pointer = pointer_of(e.path());
+        let message = e.inner().to_string();
+        let code = if message.starts_with("unknown field") {
+            "unknown_field"
+        } else if message.starts_with("missing field") {
+            "missing_field"
+        } else if message.starts_with("invalid type") {
+            "wrong_type"
+        } else {
+            "invalid_value"
+        };
+        ApiError::validation(vec![FieldError {
+            pointer,
+            code: code.to_owned(),
+            message,
+        }])
+    })
+}
+
+/// Converts a serde path into a JSON pointer (RFC 6901).
+pub fn pointer_of(path: &serde_path_to_error::Path) -> String {
+    use serde_path_to_error::Segment;
+    let mut out = String::new();
+    for seg in path.iter() {
+        match seg {
+            Segment::Seq { index } => {
+                out.push('/');
+                out.push_str(&index.to_string());
+            }
+            Segment::Map { key } | Segment::Enum { variant: key } => {
+                out.push('/');
+                out.push_str(&key.replace('~', "~0").replace('/', "~1"));
+            }
+            Segment::Unknown => {}
+        }
+    }
+    out
+}
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for StrictJson<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let value = read_value(req, state).await?;
+        from_value(value).map(StrictJson)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, serde::Deserialize)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)]
+    struct Body {
+        name: String,
+        items: Vec<Item>,
+    }
+
+    #[derive(Debug, serde::Deserialize)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)]
+    struct Item {
+        n: u32,
+    }
+
+    #[test]
+    fn wrong_type_points_at_the_field() {
+        let v = serde_json::json!({"name": "x", "items": [{"n": 1}, {"n": "two"}]});
+        let e = from_value::<Body>(v).unwrap_err();
+        assert_eq!(e.status, StatusCode::UNPROCESSABLE_ENTITY);
+        assert_eq!(e.errors[0].pointer, "/items/1/n");
+        assert_eq!(e.errors[0].code, "wrong_type");
+    }
+
+    #[test]
+    fn unknown_and_missing_fields() {
+        let e = from_value::<Body>(serde_json::json!({"name": "x", "items": [], "extra": 1}))
+            .unwrap_err();
+        assert_eq!(e.errors[0].code, "unknown_field");
+        let e = from_value::<Body>(serde_json::json!({"items": []})).unwrap_err();
+        assert_eq!(e.errors[0].code, "missing_field");
+    }
+
+    #[test]
+    fn parse_errors_map_to_codes() {
+        assert_eq!(parse_body(b"{").unwrap_err().code, "malformed_json");
+        assert_eq!(
+            parse_body(br#"{"a":1,"a":1}"#).unwrap_err().code,
+            "duplicate_key"
+        );
+        let deep = format!("{}{}", "[".repeat(65), "]".repeat(65));
+        assert_eq!(parse_body(deep.as_bytes()).unwrap_err().code, "too_deep");
+    }
+}

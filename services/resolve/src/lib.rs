@@ -1,0 +1,1 @@
+//! signet-resolve

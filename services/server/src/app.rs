@@ -1,0 +1,305 @@
+//! The HTTP application: operational routes, the service routers, the
+//! OpenAPI document and the edge middleware every request passes through.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::extract::{MatchedPath, Request, State};
+use axum::http::{HeaderValue, Method, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use signet_http::problem::{ApiError, PROBLEM_JSON, ProblemBody, RenderedProblem};
+use signet_http::{Authenticator, body::too_large};
+use signet_tenancy::{TenancyState, TenantStore};
+use tower_http::limit::RequestBodyLimitLayer;
+use tower_http::timeout::TimeoutLayer;
+use tracing::Instrument as _;
+use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::{Modify, OpenApi};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+use utoipa_swagger_ui::{Config as SwaggerConfig, SwaggerUi};
+
+use crate::metrics::Metrics;
+
+/// Everything the application needs at run time.
+#[derive(Clone)]
+pub struct AppContext {
+    /// Tenants, policies, audit.
+    pub tenants: Arc<dyn TenantStore>,
+    /// Token verification.
+    pub authn: Arc<Authenticator>,
+    /// Request metrics.
+    pub metrics: Arc<Metrics>,
+    /// Largest request body.
+    pub body_limit: usize,
+    /// Per-request timeout.
+    pub request_timeout: Duration,
+}
+
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "Signet",
+        description = "Control plane for MCP servers: a registry of immutable capability signatures, \
+a resolve cache and least-privilege scope planning. Errors are `application/problem+json` \
+(RFC 9457) with a stable `code` and the request id. Authenticate with `Authorization: Bearer <JWT>`; \
+in dev mode `signet serve` prints ready-made tokens.",
+        license(name = "Apache-2.0"),
+    ),
+    modifiers(&BearerAuth),
+    tags(
+        (name = "operations", description = "Health, readiness, metrics"),
+        (name = "tenants", description = "Tenants, policies and the audit log"),
+    )
+)]
+struct ApiDoc;
+
+struct BearerAuth;
+
+impl Modify for BearerAuth {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "bearer",
+            SecurityScheme::Http(
+                HttpBuilder::new()
+                    .scheme(HttpAuthScheme::Bearer)
+                    .bearer_format("JWT")
+                    .description(Some("A JWT from a configured issuer (or a dev token)"))
+                    .build(),
+            ),
+        );
+    }
+}
+
+/// State of the operational routes.
+#[derive(Clone)]
+struct OpsState {
+    tenants: Arc<dyn TenantStore>,
+    metrics: Arc<Metrics>,
+}
+
+fn ops_router() -> OpenApiRouter<OpsState> {
+    OpenApiRouter::new()
+        .routes(routes!(healthz))
+        .routes(routes!(readyz))
+        .routes(routes!(metrics))
+}
+
+/// The OpenAPI document, generated from the real handlers.
+pub fn openapi() -> utoipa::openapi::OpenApi {
+    let mut doc = ApiDoc::openapi();
+    doc.merge(ops_router().into_openapi());
+    doc.merge(signet_tenancy::router().into_openapi());
+    doc
+}
+
+/// The OpenAPI document as pretty JSON with a trailing newline (what
+/// `signet openapi` prints and `openapi/openapi.json` holds).
+pub fn openapi_json() -> String {
+    let mut s = openapi().to_pretty_json().unwrap_or_else(|_| "{}".into());
+    s.push('\n');
+    s
+}
+
+/// Liveness: the process is up.
+#[utoipa::path(get, path = "/healthz", tag = "operations", operation_id = "healthz",
+    responses((status = 200, description = "Alive", content_type = "application/json", example = json!({"status": "ok"}))))]
+async fn healthz() -> Response {
+    (
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        )],
+        r#"{"status":"ok"}"#,
+    )
+        .into_response()
+}
+
+/// Readiness: the database answers.
+#[utoipa::path(get, path = "/readyz", tag = "operations", operation_id = "readyz",
+    responses(
+        (status = 200, description = "Ready", content_type = "application/json", example = json!({"status": "ready"})),
+        (status = 503, description = "Database unavailable", body = ProblemBody, content_type = "application/problem+json"),
+    ))]
+async fn readyz(State(st): State<OpsState>) -> Result<Response, ApiError> {
+    match tokio::time::timeout(Duration::from_secs(2), st.tenants.ping()).await {
+        Ok(Ok(())) => Ok((
+            [(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            )],
+            r#"{"status":"ready"}"#,
+        )
+            .into_response()),
+        Ok(Err(e)) => {
+            tracing::warn!(error = %e, "readiness check failed");
+            Err(ApiError::unavailable("the database is not answering"))
+        }
+        Err(_) => {
+            tracing::warn!("readiness check timed out");
+            Err(ApiError::unavailable(
+                "the database did not answer within 2 seconds",
+            ))
+        }
+    }
+}
+
+/// Prometheus metrics (text exposition format).
+#[utoipa::path(get, path = "/metrics", tag = "operations", operation_id = "metrics",
+    responses((status = 200, description = "Metrics", content_type = "text/plain; version=0.0.4")))]
+async fn metrics(State(st): State<OpsState>) -> Response {
+    (
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
+        )],
+        st.metrics.render(),
+    )
+        .into_response()
+}
+
+async fn fallback() -> ApiError {
+    ApiError::new(StatusCode::NOT_FOUND, "route_not_found", "Not found").detail("no such route")
+}
+
+/// Builds the whole application.
+pub fn build(ctx: AppContext) -> Router {
+    let ops = ops_router().split_for_parts().0.with_state(OpsState {
+        tenants: ctx.tenants.clone(),
+        metrics: ctx.metrics.clone(),
+    });
+    let tenancy = signet_tenancy::router()
+        .split_for_parts()
+        .0
+        .with_state(TenancyState {
+            store: ctx.tenants.clone(),
+        });
+    let docs: Router = SwaggerUi::new("/docs")
+        .url("/openapi.json", openapi())
+        .config(SwaggerConfig::default().validator_url("none"))
+        .into();
+    Router::new()
+        .merge(ops)
+        .merge(tenancy)
+        .merge(docs)
+        .fallback(fallback)
+        .layer(TimeoutLayer::with_status_code(
+            StatusCode::REQUEST_TIMEOUT,
+            ctx.request_timeout,
+        ))
+        .layer(RequestBodyLimitLayer::new(ctx.body_limit))
+        .layer(axum::extract::DefaultBodyLimit::max(ctx.body_limit))
+        .layer(axum::Extension(ctx.authn.clone()))
+        .layer(middleware::from_fn_with_state(ctx.metrics.clone(), edge))
+}
+
+fn valid_request_id(v: &HeaderValue) -> bool {
+    let b = v.as_bytes();
+    (1..=64).contains(&b.len())
+        && b.iter()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
+}
+
+fn code_for(status: StatusCode) -> (&'static str, &'static str) {
+    match status.as_u16() {
+        400 => ("bad_request", "Bad request"),
+        401 => ("unauthenticated", "Authentication required"),
+        403 => ("forbidden", "Forbidden"),
+        404 => ("route_not_found", "Not found"),
+        405 => ("method_not_allowed", "Method not allowed"),
+        406 => ("not_acceptable", "Not acceptable"),
+        408 => ("request_timeout", "Request timed out"),
+        409 => ("conflict", "Conflict"),
+        411 => ("length_required", "Length required"),
+        413 => ("body_too_large", "Request body too large"),
+        415 => ("unsupported_media_type", "Unsupported media type"),
+        422 => ("validation_failed", "Invalid request"),
+        429 => ("rate_limited", "Too many requests"),
+        503 => ("unavailable", "Service unavailable"),
+        _ if status.is_server_error() => ("internal_error", "Internal server error"),
+        _ => ("http_error", "Request failed"),
+    }
+}
+
+/// Turns an error response that did not come from an [`ApiError`] (an axum
+/// rejection, a timeout, a body-limit refusal) into a problem.
+async fn convert_plain_error(resp: Response) -> ApiError {
+    let status = resp.status();
+    if status == StatusCode::PAYLOAD_TOO_LARGE {
+        return too_large();
+    }
+    let (code, title) = code_for(status);
+    let mut err = ApiError::new(status, code, title);
+    let is_text = resp
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("text/plain"));
+    if status.is_client_error() && is_text {
+        let bytes = axum::body::to_bytes(resp.into_body(), 4096)
+            .await
+            .unwrap_or_default();
+        let text = String::from_utf8_lossy(&bytes).trim().to_owned();
+        if !text.is_empty() {
+            err = err.detail(text);
+        }
+    } else if status.is_server_error() {
+        err = ApiError::internal();
+        err.status = status;
+    }
+    err
+}
+
+/// The outermost middleware: request id, tracing span, problem rendering,
+/// metrics.
+async fn edge(State(metrics): State<Arc<Metrics>>, mut req: Request, next: Next) -> Response {
+    let start = Instant::now();
+    let rid = match req.headers().get("x-request-id") {
+        Some(v) if valid_request_id(v) => v.clone(),
+        _ => HeaderValue::from_str(&uuid::Uuid::new_v4().to_string())
+            .unwrap_or_else(|_| HeaderValue::from_static("unknown")),
+    };
+    req.headers_mut().insert("x-request-id", rid.clone());
+    let route = req
+        .extensions()
+        .get::<MatchedPath>()
+        .map(|m| m.as_str().to_owned())
+        .unwrap_or_else(|| "unmatched".to_owned());
+    let method: Method = req.method().clone();
+    let rid_str = rid.to_str().unwrap_or("unknown").to_owned();
+    let span = tracing::info_span!(
+        "http.request",
+        http.method = %method,
+        http.route = %route,
+        request.id = %rid_str,
+        http.status = tracing::field::Empty,
+    );
+    let mut resp = next.run(req).instrument(span.clone()).await;
+    let status = resp.status();
+    if let Some(RenderedProblem(err)) = resp.extensions_mut().remove::<RenderedProblem>() {
+        resp = err.into_response_with_id(Some(rid_str.clone()));
+    } else if (status.is_client_error() || status.is_server_error())
+        && resp
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .is_none_or(|v| v.as_bytes() != PROBLEM_JSON.as_bytes())
+    {
+        let err = convert_plain_error(resp).await;
+        resp = err.into_response_with_id(Some(rid_str.clone()));
+    }
+    resp.headers_mut().insert("x-request-id", rid);
+    let elapsed = start.elapsed();
+    let status = resp.status();
+    span.record("http.status", status.as_u16());
+    metrics.record(&route, &method, status.as_u16(), elapsed);
+    let duration_ms = elapsed.as_secs_f64() * 1000.0;
+    if status.is_server_error() {
+        tracing::warn!(parent: &span, http.status = status.as_u16(), duration_ms, "request failed");
+    } else {
+        tracing::debug!(parent: &span, http.status = status.as_u16(), duration_ms, "request");
+    }
+    resp
+}

@@ -1,0 +1,259 @@
+//! The `signet` command line.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use anyhow::{Context as _, bail};
+use clap::{Args, Parser, Subcommand};
+
+use crate::config::{Config, Overrides, redact_url};
+use crate::devkeys::{DevKey, parse_ttl};
+
+/// Signet: a control plane for MCP servers.
+#[derive(Debug, Parser)]
+#[command(name = "signet", version, about, propagate_version = true)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the server (SQLite in ./signet-data unless configured otherwise).
+    Serve(ServeArgs),
+    /// Apply database migrations and exit.
+    Migrate(DbArgs),
+    /// Print a JWT signed with the data directory's dev key.
+    Token(TokenArgs),
+    /// Print the OpenAPI document the server serves.
+    Openapi(OpenapiArgs),
+}
+
+/// Where the database is.
+#[derive(Debug, Clone, Args)]
+pub struct DbArgs {
+    /// TOML configuration file (also $SIGNET_CONFIG).
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// Data directory for SQLite and the dev key [default: ./signet-data].
+    #[arg(long)]
+    pub data_dir: Option<PathBuf>,
+    /// postgres://... or sqlite://... [default: SQLite in the data directory].
+    #[arg(long)]
+    pub database_url: Option<String>,
+}
+
+/// `signet serve`.
+#[derive(Debug, Clone, Args)]
+pub struct ServeArgs {
+    /// Database location.
+    #[command(flatten)]
+    pub db: DbArgs,
+    /// Address to listen on [default: 127.0.0.1:8080].
+    #[arg(long)]
+    pub listen: Option<String>,
+    /// Services to run: any of registry,resolve,scope [default: all].
+    #[arg(long, value_delimiter = ',')]
+    pub services: Option<Vec<String>>,
+    /// Dev mode: generate a signing key in the data directory and print tokens.
+    #[arg(long)]
+    pub dev: bool,
+}
+
+/// `signet token`.
+#[derive(Debug, Clone, Args)]
+pub struct TokenArgs {
+    /// Data directory holding the dev key.
+    #[arg(long, default_value = "./signet-data")]
+    pub data_dir: PathBuf,
+    /// The token's subject.
+    #[arg(long)]
+    pub sub: String,
+    /// The tenant (required for tenant roles).
+    #[arg(long)]
+    pub tenant: Option<String>,
+    /// Comma-separated roles: platform, admin, publisher, reviewer, reader, client.
+    #[arg(long, value_delimiter = ',', required = true)]
+    pub roles: Vec<String>,
+    /// Lifetime, like 30m, 1h, 7d.
+    #[arg(long, default_value = "1h")]
+    pub ttl: String,
+}
+
+/// `signet openapi`.
+#[derive(Debug, Clone, Args)]
+pub struct OpenapiArgs {
+    /// Instead of printing, fail (exit 1) when FILE differs from the generated document.
+    #[arg(long, value_name = "FILE")]
+    pub check: Option<PathBuf>,
+}
+
+impl DbArgs {
+    fn overrides(&self) -> Overrides {
+        Overrides {
+            data_dir: self.data_dir.clone(),
+            database_url: self.database_url.clone(),
+            ..Overrides::default()
+        }
+    }
+}
+
+/// Runs a parsed command line; returns the process exit code.
+pub async fn run(cli: Cli) -> anyhow::Result<i32> {
+    match cli.command {
+        Command::Serve(args) => serve(args).await,
+        Command::Migrate(args) => migrate(args).await,
+        Command::Token(args) => token(args, &mut std::io::stdout()),
+        Command::Openapi(args) => openapi(args, &mut std::io::stdout()),
+    }
+}
+
+async fn serve(args: ServeArgs) -> anyhow::Result<i32> {
+    let mut flags = args.db.overrides();
+    flags.listen = args.listen.clone();
+    flags.services = args.services.clone();
+    flags.dev = args.dev.then_some(true);
+    let cfg = Config::load(args.db.config.as_deref(), &flags)?;
+    crate::telemetry::init(&cfg.log_format);
+    let db = match cfg.backend()? {
+        crate::config::Backend::Sqlite(u) => u,
+        crate::config::Backend::Postgres(u) => redact_url(&u),
+    };
+    let data_dir = cfg.data_dir.clone();
+    let running = crate::serve::start(cfg, None).await?;
+    let base = format!("http://{}", running.addr);
+    let mut out = std::io::stdout().lock();
+    writeln!(
+        out,
+        "Signet {} listening on {base}",
+        env!("CARGO_PKG_VERSION")
+    )?;
+    writeln!(out, "  database:  {db}")?;
+    writeln!(
+        out,
+        "  API docs:  {base}/docs   (OpenAPI: {base}/openapi.json)"
+    )?;
+    if let Some(t) = &running.dev_tokens {
+        writeln!(
+            out,
+            "\nDev mode: tokens are signed with {} and valid for 12 hours.",
+            data_dir.join("dev-signing-key.p8").display()
+        )?;
+        writeln!(
+            out,
+            "Tenant \"dev\" is ready. Paste these into your shell:\n"
+        )?;
+        writeln!(
+            out,
+            "  export SIGNET_TOKEN={}          # admin, publisher, reviewer, reader, client in tenant dev",
+            t.admin
+        )?;
+        writeln!(
+            out,
+            "  export SIGNET_CLIENT_TOKEN={}   # client in tenant dev",
+            t.client
+        )?;
+        writeln!(
+            out,
+            "  export SIGNET_PLATFORM_TOKEN={} # platform: creates tenants",
+            t.platform
+        )?;
+        writeln!(
+            out,
+            "\nTry:  curl -H \"Authorization: Bearer $SIGNET_TOKEN\" {base}/v1/tenants/dev"
+        )?;
+        writeln!(
+            out,
+            "More tokens: signet token --data-dir {} --sub me --tenant dev --roles reader",
+            data_dir.display()
+        )?;
+    }
+    writeln!(out, "\nPress Ctrl-C to stop.")?;
+    out.flush()?;
+    drop(out);
+    running.wait().await?;
+    eprintln!("Signet stopped.");
+    Ok(0)
+}
+
+async fn migrate(args: DbArgs) -> anyhow::Result<i32> {
+    let cfg = Config::load(args.config.as_deref(), &args.overrides())?;
+    crate::telemetry::init(&cfg.log_format);
+    let store = crate::store::Store::open(&cfg).await?;
+    let pending = store.pending_migrations().await?;
+    if pending.is_empty() {
+        println!(
+            "Database is up to date ({}); nothing to apply.",
+            store.kind()
+        );
+    } else {
+        eprintln!("Applying {} migration(s): {:?}", pending.len(), pending);
+        store.migrate().await.context("applying migrations")?;
+        println!(
+            "Applied {} migration(s) to the {} database.",
+            pending.len(),
+            store.kind()
+        );
+    }
+    store.close().await;
+    Ok(0)
+}
+
+/// `signet token`: validates the request and prints one token.
+pub fn token(args: TokenArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
+    let ttl = parse_ttl(&args.ttl)?;
+    let mut roles = Vec::new();
+    for r in &args.roles {
+        let r = r.trim();
+        let Some(role) = signet_http::Role::parse(r) else {
+            bail!(
+                "unknown role {r:?} (known: platform, admin, publisher, reviewer, reader, client)"
+            );
+        };
+        roles.push(role.as_str());
+    }
+    if args.sub.trim().is_empty() {
+        bail!("--sub must not be empty");
+    }
+    let tenant_roles = roles.iter().any(|r| *r != "platform");
+    match &args.tenant {
+        Some(t) => {
+            signet_core::ids::TenantId::parse(t)
+                .map_err(|e| anyhow::anyhow!("--tenant {t:?}: {e}"))?;
+        }
+        None if tenant_roles => bail!("tenant roles ({}) need --tenant", roles.join(",")),
+        None => {}
+    }
+    let key = DevKey::load(&args.data_dir)?;
+    let jwt = key.mint(&args.sub, args.tenant.as_deref(), &roles, ttl)?;
+    writeln!(out, "{jwt}")?;
+    Ok(0)
+}
+
+/// `signet openapi`: prints the document or checks a file against it.
+pub fn openapi(args: OpenapiArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
+    let doc = crate::app::openapi_json();
+    match args.check {
+        None => {
+            out.write_all(doc.as_bytes())?;
+            Ok(0)
+        }
+        Some(path) => {
+            let committed = std::fs::read_to_string(&path)
+                .with_context(|| format!("cannot read {}", path.display()))?;
+            if committed.replace("\r\n", "\n") == doc {
+                writeln!(out, "{} is up to date", path.display())?;
+                Ok(0)
+            } else {
+                eprintln!(
+                    "{} differs from the generated OpenAPI document; regenerate it with `cargo run -p signet-server -- openapi > {}`",
+                    path.display(),
+                    path.display()
+                );
+                Ok(1)
+            }
+        }
+    }
+}

@@ -1,0 +1,337 @@
+//! Configuration: defaults → TOML file → `SIGNET_*` environment → flags.
+//!
+//! Nested keys use `__` in the environment (`SIGNET_AUTH__LEEWAY_SECS=10`).
+//! [`Config::validate`] runs at startup and names the first bad setting.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, bail};
+use figment::Figment;
+use figment::providers::{Env, Format, Serialized, Toml};
+use serde::{Deserialize, Serialize};
+
+/// The whole configuration.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// Address to listen on.
+    pub listen: String,
+    /// Directory for the SQLite database and the dev signing key.
+    pub data_dir: PathBuf,
+    /// `postgres://...` or `sqlite://...`; empty means SQLite in `data_dir`.
+    pub database_url: String,
+    /// Services to run in this process: `registry`, `resolve`, `scope`.
+    pub services: Vec<String>,
+    /// Dev mode: generate a signing key in `data_dir` and print tokens.
+    pub dev: bool,
+    /// Apply pending migrations at startup (else refuse to start while any are pending).
+    pub migrate_on_start: bool,
+    /// Largest accepted request body, in bytes.
+    pub body_limit_bytes: usize,
+    /// Per-request timeout, in seconds.
+    pub request_timeout_secs: u64,
+    /// Graceful-shutdown grace period, in seconds.
+    pub shutdown_grace_secs: u64,
+    /// `text` or `json`.
+    pub log_format: String,
+    /// Token verification.
+    pub auth: AuthConfig,
+    /// PostgreSQL pool.
+    pub postgres: PostgresConfig,
+}
+
+/// Token verification settings.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AuthConfig {
+    /// Clock-skew leeway for `exp`/`nbf`, at most 30 seconds.
+    pub leeway_secs: u64,
+    /// Minimum seconds between two JWKS refetches caused by unknown `kid`s.
+    pub jwks_min_refetch_secs: u64,
+    /// Trusted issuers.
+    pub issuers: Vec<IssuerSettings>,
+}
+
+/// One trusted issuer. Exactly one of `jwks_url`, `public_key_file`,
+/// `hs256_secret` must be set.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct IssuerSettings {
+    /// Expected `iss`.
+    pub issuer: String,
+    /// Expected `aud`.
+    pub audience: String,
+    /// Allowed algorithms (`EdDSA`, `RS256`, `ES256`, `HS256`, ...).
+    pub algorithms: Vec<String>,
+    /// JWKS URL (OIDC providers, GitHub Actions OIDC).
+    #[serde(default)]
+    pub jwks_url: Option<String>,
+    /// PEM file with an Ed25519 (EdDSA) public key.
+    #[serde(default)]
+    pub public_key_file: Option<PathBuf>,
+    /// Shared HS256 secret (at least 32 bytes). Prefer the environment.
+    #[serde(default, skip_serializing)]
+    pub hs256_secret: Option<String>,
+}
+
+/// PostgreSQL pool settings.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PostgresConfig {
+    /// Largest number of connections per replica.
+    pub max_connections: u32,
+    /// Seconds a request waits for a connection.
+    pub acquire_timeout_secs: u64,
+    /// Server-side statement timeout, in seconds.
+    pub statement_timeout_secs: u64,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            listen: "127.0.0.1:8080".into(),
+            data_dir: PathBuf::from("./signet-data"),
+            database_url: String::new(),
+            services: vec!["registry".into(), "resolve".into(), "scope".into()],
+            dev: false,
+            migrate_on_start: true,
+            body_limit_bytes: 2 * 1024 * 1024,
+            request_timeout_secs: 30,
+            shutdown_grace_secs: 20,
+            log_format: "text".into(),
+            auth: AuthConfig {
+                leeway_secs: 30,
+                jwks_min_refetch_secs: 60,
+                issuers: Vec::new(),
+            },
+            postgres: PostgresConfig {
+                max_connections: 16,
+                acquire_timeout_secs: 5,
+                statement_timeout_secs: 10,
+            },
+        }
+    }
+}
+
+/// Flags given on the command line (each overrides file and environment).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Overrides {
+    /// `--listen`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub listen: Option<String>,
+    /// `--data-dir`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub data_dir: Option<PathBuf>,
+    /// `--database-url`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub database_url: Option<String>,
+    /// `--services`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub services: Option<Vec<String>>,
+    /// `--dev`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dev: Option<bool>,
+}
+
+/// Which database a configuration points at.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Backend {
+    /// A SQLite file.
+    Sqlite(String),
+    /// A PostgreSQL server.
+    Postgres(String),
+}
+
+impl Config {
+    /// Loads defaults, then `file` (or `$SIGNET_CONFIG`), then `SIGNET_*`, then flags.
+    pub fn load(file: Option<&Path>, flags: &Overrides) -> anyhow::Result<Config> {
+        let mut fig = Figment::from(Serialized::defaults(Config::default()));
+        let file = file
+            .map(Path::to_path_buf)
+            .or_else(|| std::env::var_os("SIGNET_CONFIG").map(PathBuf::from));
+        if let Some(path) = &file {
+            if !path.exists() {
+                bail!("config file {} does not exist", path.display());
+            }
+            fig = fig.merge(Toml::file(path));
+        }
+        fig = fig
+            .merge(
+                Env::prefixed("SIGNET_")
+                    .ignore(&["CONFIG", "REALDATA", "TEST_DATABASE_URL"])
+                    .split("__"),
+            )
+            .merge(Serialized::defaults(flags));
+        let cfg: Config = fig.extract().map_err(|e| {
+            let mut msg = format!("invalid configuration: {e}");
+            if let Some(path) = &file {
+                msg.push_str(&format!(" (config file {})", path.display()));
+            }
+            anyhow::anyhow!(msg)
+        })?;
+        cfg.validate()?;
+        Ok(cfg)
+    }
+
+    /// Checks every setting; the error names the first bad one.
+    pub fn validate(&self) -> anyhow::Result<()> {
+        self.listen_addr()?;
+        if self.body_limit_bytes == 0 {
+            bail!("body_limit_bytes must be greater than 0");
+        }
+        if self.request_timeout_secs == 0 {
+            bail!("request_timeout_secs must be greater than 0");
+        }
+        if !matches!(self.log_format.as_str(), "text" | "json") {
+            bail!(
+                "log_format must be \"text\" or \"json\", not {:?}",
+                self.log_format
+            );
+        }
+        for s in &self.services {
+            if !matches!(s.as_str(), "registry" | "resolve" | "scope") {
+                bail!("services: unknown service {s:?} (known: registry, resolve, scope)");
+            }
+        }
+        if self.services.is_empty() {
+            bail!("services must name at least one of registry, resolve, scope");
+        }
+        if self.auth.leeway_secs > signet_http::auth::MAX_LEEWAY_SECS {
+            bail!(
+                "auth.leeway_secs must be at most 30 (got {})",
+                self.auth.leeway_secs
+            );
+        }
+        for (i, iss) in self.auth.issuers.iter().enumerate() {
+            let at = format!("auth.issuers[{i}]");
+            if iss.issuer.is_empty() {
+                bail!("{at}.issuer must not be empty");
+            }
+            if iss.audience.is_empty() {
+                bail!("{at}.audience must not be empty");
+            }
+            if iss.algorithms.is_empty() {
+                bail!("{at}.algorithms must list at least one algorithm");
+            }
+            for a in &iss.algorithms {
+                a.parse::<jsonwebtoken::Algorithm>()
+                    .map_err(|_| anyhow::anyhow!("{at}.algorithms: unknown algorithm {a:?}"))?;
+            }
+            let sources = [
+                iss.jwks_url.is_some(),
+                iss.public_key_file.is_some(),
+                iss.hs256_secret.is_some(),
+            ]
+            .iter()
+            .filter(|b| **b)
+            .count();
+            if sources != 1 {
+                bail!("{at}: set exactly one of jwks_url, public_key_file, hs256_secret");
+            }
+            if let Some(s) = &iss.hs256_secret
+                && s.len() < 32
+            {
+                bail!("{at}.hs256_secret must be at least 32 bytes");
+            }
+            if let Some(u) = &iss.jwks_url
+                && !(u.starts_with("https://")
+                    || u.starts_with("http://127.0.0.1")
+                    || u.starts_with("http://localhost"))
+            {
+                bail!("{at}.jwks_url must be https (plain http only on loopback)");
+            }
+        }
+        if self.postgres.max_connections == 0 {
+            bail!("postgres.max_connections must be greater than 0");
+        }
+        self.backend()?;
+        Ok(())
+    }
+
+    /// The parsed listen address.
+    pub fn listen_addr(&self) -> anyhow::Result<SocketAddr> {
+        self.listen.parse().with_context(|| {
+            format!(
+                "listen: {:?} is not an address like 127.0.0.1:8080",
+                self.listen
+            )
+        })
+    }
+
+    /// The database this configuration points at.
+    pub fn backend(&self) -> anyhow::Result<Backend> {
+        let url = self.database_url.trim();
+        if url.is_empty() {
+            let path = self.data_dir.join("signet.db");
+            return Ok(Backend::Sqlite(format!("sqlite://{}", path.display())));
+        }
+        if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            Ok(Backend::Postgres(url.to_owned()))
+        } else if url.starts_with("sqlite:") {
+            Ok(Backend::Sqlite(url.to_owned()))
+        } else {
+            bail!("database_url must start with postgres://, postgresql:// or sqlite:")
+        }
+    }
+
+    /// Whether dev mode is on: explicitly, or because no issuer is configured.
+    pub fn dev_mode(&self) -> bool {
+        self.dev || self.auth.issuers.is_empty()
+    }
+}
+
+/// `database_url` with any password replaced by `***`, for messages.
+pub fn redact_url(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(s), Some(at)) if at > s => {
+            let creds = &url[s + 3..at];
+            match creds.split_once(':') {
+                Some((user, _)) => format!("{}{user}:***{}", &url[..s + 3], &url[at..]),
+                None => url.to_owned(),
+            }
+        }
+        _ => url.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_valid() {
+        Config::default().validate().unwrap();
+        assert_eq!(
+            Config::default().backend().unwrap(),
+            Backend::Sqlite("sqlite://./signet-data/signet.db".into())
+        );
+    }
+
+    #[test]
+    fn bad_settings_are_named() {
+        let mut c = Config::default();
+        c.listen = "nope".into();
+        assert!(c.validate().unwrap_err().to_string().starts_with("listen:"));
+        let mut c = Config::default();
+        c.auth.leeway_secs = 31;
+        assert!(c.validate().unwrap_err().to_string().contains("leeway"));
+        let mut c = Config::default();
+        c.database_url = "mysql://x".into();
+        assert!(
+            c.validate()
+                .unwrap_err()
+                .to_string()
+                .contains("database_url")
+        );
+    }
+
+    #[test]
+    fn passwords_are_redacted() {
+        assert_eq!(
+            redact_url("postgres://u:secret@h:5432/db"),
+            "postgres://u:***@h:5432/db"
+        );
+        assert_eq!(redact_url("postgres://h/db"), "postgres://h/db");
+    }
+}

@@ -1,0 +1,15 @@
+//! signet-server: the `signet` binary's library.
+//!
+//! It owns configuration, startup and shutdown, the composition of the
+//! service routers into one application, the OpenAPI document, metrics,
+//! logging and the command line. It wires the concrete stores into the
+//! services' traits; it holds no business rule of its own.
+
+pub mod app;
+pub mod cli;
+pub mod config;
+pub mod devkeys;
+pub mod metrics;
+pub mod serve;
+pub mod store;
+pub mod telemetry;

@@ -1,0 +1,261 @@
+//! `signet serve`: open the database, build the app, listen, shut down
+//! gracefully.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context as _, bail};
+use jsonwebtoken::{Algorithm, DecodingKey};
+use signet_core::ids::TenantId;
+use signet_http::Authenticator;
+use signet_http::auth::{IssuerConfig, KeySource};
+use signet_tenancy::Policy;
+use tokio::net::TcpListener;
+use tokio::sync::oneshot;
+
+use crate::app::{self, AppContext};
+use crate::config::Config;
+use crate::devkeys::{DEV_AUDIENCE, DEV_ISSUER, DevKey};
+use crate::metrics::Metrics;
+use crate::store::Store;
+
+/// The tenant dev mode creates for its printed tokens.
+pub const DEV_TENANT: &str = "dev";
+
+/// Tokens printed in dev mode.
+#[derive(Debug, Clone)]
+pub struct DevTokens {
+    /// `platform` role: creates tenants.
+    pub platform: String,
+    /// All roles in the `dev` tenant.
+    pub admin: String,
+    /// `client` role in the `dev` tenant.
+    pub client: String,
+}
+
+/// A server that is listening.
+pub struct Running {
+    /// The bound address.
+    pub addr: SocketAddr,
+    /// Dev tokens, when in dev mode.
+    pub dev_tokens: Option<DevTokens>,
+    /// The database backend (`sqlite` or `postgres`).
+    pub backend: &'static str,
+    shutdown: Option<oneshot::Sender<()>>,
+    task: tokio::task::JoinHandle<anyhow::Result<()>>,
+}
+
+impl Running {
+    /// Asks the server to stop accepting connections and waits until the
+    /// in-flight requests have finished.
+    pub async fn shutdown(mut self) -> anyhow::Result<()> {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        self.task.await.context("server task panicked")?
+    }
+
+    /// Waits until the server stops (after a signal).
+    pub async fn wait(self) -> anyhow::Result<()> {
+        self.task.await.context("server task panicked")?
+    }
+}
+
+/// Builds the authenticator from configuration (plus the dev issuer).
+pub fn authenticator(cfg: &Config, dev_key: Option<&DevKey>) -> anyhow::Result<Authenticator> {
+    let mut issuers = Vec::new();
+    for (i, iss) in cfg.auth.issuers.iter().enumerate() {
+        let algorithms = iss
+            .algorithms
+            .iter()
+            .map(|a| a.parse::<Algorithm>())
+            .collect::<Result<Vec<_>, _>>()
+            .with_context(|| format!("auth.issuers[{i}].algorithms"))?;
+        let keys = if let Some(url) = &iss.jwks_url {
+            KeySource::Jwks {
+                url: url.clone(),
+                min_refetch: Duration::from_secs(cfg.auth.jwks_min_refetch_secs),
+            }
+        } else if let Some(path) = &iss.public_key_file {
+            let pem = std::fs::read(path).with_context(|| {
+                format!(
+                    "auth.issuers[{i}].public_key_file: cannot read {}",
+                    path.display()
+                )
+            })?;
+            KeySource::Static(DecodingKey::from_ed_pem(&pem).with_context(|| {
+                format!("auth.issuers[{i}].public_key_file: not an Ed25519 public key PEM")
+            })?)
+        } else if let Some(secret) = &iss.hs256_secret {
+            KeySource::Static(DecodingKey::from_secret(secret.as_bytes()))
+        } else {
+            bail!("auth.issuers[{i}]: no key source");
+        };
+        issuers.push(IssuerConfig {
+            issuer: iss.issuer.clone(),
+            audience: iss.audience.clone(),
+            algorithms,
+            keys,
+        });
+    }
+    if let Some(key) = dev_key {
+        issuers.push(IssuerConfig {
+            issuer: DEV_ISSUER.into(),
+            audience: DEV_AUDIENCE.into(),
+            algorithms: vec![Algorithm::EdDSA],
+            keys: KeySource::Static(key.decoding_key()?),
+        });
+    }
+    Ok(Authenticator::new(issuers, cfg.auth.leeway_secs))
+}
+
+/// Opens the database and applies (or checks) migrations.
+pub async fn open_store(cfg: &Config) -> anyhow::Result<Store> {
+    let store = Store::open(cfg).await?;
+    if cfg.migrate_on_start {
+        store.migrate().await.context("applying migrations")?;
+    } else {
+        let pending = store.pending_migrations().await?;
+        if !pending.is_empty() {
+            bail!(
+                "the database has {} pending migration(s) ({:?}) and migrate_on_start is off; run `signet migrate` first",
+                pending.len(),
+                pending
+            );
+        }
+    }
+    Ok(store)
+}
+
+/// Starts the server on `listener`, or on the configured address.
+pub async fn start(cfg: Config, listener: Option<TcpListener>) -> anyhow::Result<Running> {
+    let dev = cfg.dev_mode();
+    let listen = cfg.listen_addr()?;
+    if dev && !cfg.dev && !listen.ip().is_loopback() {
+        bail!(
+            "no token issuer is configured and {listen} is not a loopback address; configure [auth] issuers, or pass --dev to run with a generated development key"
+        );
+    }
+    let store = open_store(&cfg).await?;
+    let dev_key = if dev {
+        Some(DevKey::load_or_create(&cfg.data_dir)?)
+    } else {
+        None
+    };
+    let authn = Arc::new(authenticator(&cfg, dev_key.as_ref())?);
+    let dev_tokens = match &dev_key {
+        Some(key) => Some(ensure_dev_tenant(&store, key).await?),
+        None => None,
+    };
+    let ctx = AppContext {
+        tenants: store.tenants(),
+        authn,
+        metrics: Arc::new(Metrics::default()),
+        body_limit: cfg.body_limit_bytes,
+        request_timeout: Duration::from_secs(cfg.request_timeout_secs),
+    };
+    let router = app::build(ctx);
+    let listener = match listener {
+        Some(l) => l,
+        None => TcpListener::bind(listen)
+            .await
+            .with_context(|| format!("cannot listen on {listen} (is another process using it?)"))?,
+    };
+    let addr = listener.local_addr()?;
+    let (tx, rx) = oneshot::channel::<()>();
+    let grace = Duration::from_secs(cfg.shutdown_grace_secs);
+    let backend = store.kind();
+    let task = tokio::spawn(async move {
+        let (sig_tx, sig_rx) = oneshot::channel::<()>();
+        let signal = async move {
+            tokio::select! {
+                _ = rx => {},
+                _ = shutdown_signal() => {},
+            }
+            tracing::info!(
+                grace_secs = grace.as_secs(),
+                "shutting down: finishing in-flight requests"
+            );
+            let _ = sig_tx.send(());
+        };
+        let served = std::future::IntoFuture::into_future(
+            axum::serve(listener, router).with_graceful_shutdown(signal),
+        );
+        let forced = async move {
+            if sig_rx.await.is_ok() {
+                tokio::time::sleep(grace).await;
+            } else {
+                std::future::pending::<()>().await;
+            }
+        };
+        let result = tokio::select! {
+            r = served => r.context("server error"),
+            _ = forced => {
+                tracing::warn!("grace period over; dropping the remaining connections");
+                Ok(())
+            }
+        };
+        store.close().await;
+        result
+    });
+    Ok(Running {
+        addr,
+        dev_tokens,
+        backend,
+        shutdown: Some(tx),
+        task,
+    })
+}
+
+async fn ensure_dev_tenant(store: &Store, key: &DevKey) -> anyhow::Result<DevTokens> {
+    let tenant = TenantId::parse(DEV_TENANT).expect("valid constant");
+    let tenants = store.tenants();
+    if tenants.tenant(&tenant).await?.is_none() {
+        match tenants
+            .create_tenant(
+                &tenant,
+                "Development",
+                &Policy::default(),
+                "signet-dev",
+                signet_tenancy::routes::now(),
+            )
+            .await
+        {
+            Ok(_) | Err(signet_tenancy::StoreError::Conflict(_)) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    let ttl = Duration::from_secs(12 * 3600);
+    Ok(DevTokens {
+        platform: key.mint("dev-platform", None, &["platform"], ttl)?,
+        admin: key.mint(
+            "dev-admin",
+            Some(DEV_TENANT),
+            &["admin", "publisher", "reviewer", "reader", "client"],
+            ttl,
+        )?,
+        client: key.mint("dev-client", Some(DEV_TENANT), &["client"], ttl)?,
+    })
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {},
+        _ = term => {},
+    }
+}

@@ -1,0 +1,93 @@
+//! Opening the configured database.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use signet_store_postgres::{PgSettings, PgStore};
+use signet_store_sqlite::SqliteStore;
+use signet_tenancy::TenantStore;
+
+use crate::config::{Backend, Config, redact_url};
+
+/// The concrete store behind every service trait.
+#[derive(Clone, Debug)]
+pub enum Store {
+    /// Embedded SQLite.
+    Sqlite(SqliteStore),
+    /// PostgreSQL.
+    Postgres(PgStore),
+}
+
+impl Store {
+    /// Connects to the configured database (creating the SQLite file and
+    /// data directory if needed).
+    pub async fn open(cfg: &Config) -> anyhow::Result<Store> {
+        match cfg.backend()? {
+            Backend::Sqlite(url) => {
+                std::fs::create_dir_all(&cfg.data_dir).with_context(|| {
+                    format!("cannot create data directory {}", cfg.data_dir.display())
+                })?;
+                let s = SqliteStore::connect(&url)
+                    .await
+                    .with_context(|| format!("cannot open SQLite database {url}"))?;
+                Ok(Store::Sqlite(s))
+            }
+            Backend::Postgres(url) => {
+                let settings = PgSettings {
+                    max_connections: cfg.postgres.max_connections,
+                    acquire_timeout: Duration::from_secs(cfg.postgres.acquire_timeout_secs),
+                    statement_timeout: Duration::from_secs(cfg.postgres.statement_timeout_secs),
+                };
+                let s = PgStore::connect(&url, &settings).await.with_context(|| {
+                    format!(
+                        "cannot reach PostgreSQL at {} (is it running, and is the URL right?)",
+                        redact_url(&url)
+                    )
+                })?;
+                Ok(Store::Postgres(s))
+            }
+        }
+    }
+
+    /// A short name for messages.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Store::Sqlite(_) => "sqlite",
+            Store::Postgres(_) => "postgres",
+        }
+    }
+
+    /// The tenant store.
+    pub fn tenants(&self) -> Arc<dyn TenantStore> {
+        match self {
+            Store::Sqlite(s) => Arc::new(s.clone()),
+            Store::Postgres(s) => Arc::new(s.clone()),
+        }
+    }
+
+    /// Applies pending migrations.
+    pub async fn migrate(&self) -> anyhow::Result<()> {
+        match self {
+            Store::Sqlite(s) => s.migrate().await?,
+            Store::Postgres(s) => s.migrate().await?,
+        }
+        Ok(())
+    }
+
+    /// Versions not yet applied.
+    pub async fn pending_migrations(&self) -> anyhow::Result<Vec<i64>> {
+        Ok(match self {
+            Store::Sqlite(s) => s.pending_migrations().await?,
+            Store::Postgres(s) => s.pending_migrations().await?,
+        })
+    }
+
+    /// Closes the pool.
+    pub async fn close(&self) {
+        match self {
+            Store::Sqlite(s) => s.close().await,
+            Store::Postgres(s) => s.close().await,
+        }
+    }
+}

@@ -1,0 +1,367 @@
+//! signet-store-postgres: the production PostgreSQL backend.
+//!
+//! One of the only two crates that contain SQL. It implements the store
+//! traits of the service crates on PostgreSQL: a bounded pool with acquire,
+//! connect and statement timeouts; uniqueness and immutability enforced by
+//! constraints and triggers, so N stateless replicas can share one database.
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde_json::Value;
+use signet_core::ids::{TenantId, Timestamp};
+use signet_tenancy::model::{
+    AuditEvent, AuditFilter, EnforcementMode, NewAuditEvent, Policy, PolicyOverrides, PolicyRecord,
+    TenantRecord,
+};
+use signet_tenancy::{StoreError, TenantStore};
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use sqlx::{PgPool, Row};
+
+/// The embedded migrations (`migrations/postgres`).
+pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations/postgres");
+
+/// Pool settings.
+#[derive(Debug, Clone)]
+pub struct PgSettings {
+    /// Largest number of connections.
+    pub max_connections: u32,
+    /// How long a request waits for a free connection.
+    pub acquire_timeout: Duration,
+    /// Server-side `statement_timeout`.
+    pub statement_timeout: Duration,
+}
+
+impl Default for PgSettings {
+    fn default() -> Self {
+        Self {
+            max_connections: 16,
+            acquire_timeout: Duration::from_secs(5),
+            statement_timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+/// A PostgreSQL-backed store.
+#[derive(Clone, Debug)]
+pub struct PgStore {
+    pool: PgPool,
+}
+
+fn err(e: sqlx::Error) -> StoreError {
+    match &e {
+        sqlx::Error::Database(db) if db.is_unique_violation() => {
+            StoreError::Conflict(db.message().to_owned())
+        }
+        sqlx::Error::PoolTimedOut | sqlx::Error::Io(_) | sqlx::Error::PoolClosed => {
+            StoreError::Unavailable(e.to_string())
+        }
+        _ => StoreError::Other(e.to_string()),
+    }
+}
+
+impl PgStore {
+    /// Connects to `url` (`postgres://...`). Fails when the server cannot be
+    /// reached within the acquire timeout.
+    pub async fn connect(url: &str, settings: &PgSettings) -> Result<Self, StoreError> {
+        let opts = PgConnectOptions::from_str(url).map_err(err)?.options([(
+            "statement_timeout",
+            format!("{}ms", settings.statement_timeout.as_millis()),
+        )]);
+        let pool = PgPoolOptions::new()
+            .max_connections(settings.max_connections)
+            .acquire_timeout(settings.acquire_timeout)
+            .idle_timeout(Duration::from_secs(300))
+            .connect_with(opts)
+            .await
+            .map_err(err)?;
+        Ok(Self { pool })
+    }
+
+    /// The pool (for tests that check database-level guarantees).
+    pub fn pool(&self) -> &PgPool {
+        &self.pool
+    }
+
+    /// Applies pending migrations; a no-op when none are pending. Replicas
+    /// starting together serialise on sqlx's advisory lock.
+    pub async fn migrate(&self) -> Result<(), StoreError> {
+        MIGRATOR
+            .run(&self.pool)
+            .await
+            .map_err(|e| StoreError::Other(format!("migration failed: {e}")))
+    }
+
+    /// Versions of the embedded migrations not yet applied.
+    pub async fn pending_migrations(&self) -> Result<Vec<i64>, StoreError> {
+        let exists: Option<String> =
+            sqlx::query_scalar("SELECT to_regclass('_sqlx_migrations')::text")
+                .fetch_one(&self.pool)
+                .await
+                .map_err(err)?;
+        let applied: Vec<i64> = if exists.is_some() {
+            sqlx::query_scalar("SELECT version FROM _sqlx_migrations WHERE success")
+                .fetch_all(&self.pool)
+                .await
+                .map_err(err)?
+        } else {
+            Vec::new()
+        };
+        Ok(MIGRATOR
+            .iter()
+            .map(|m| m.version)
+            .filter(|v| !applied.contains(v))
+            .collect())
+    }
+
+    /// Closes the pool, waiting for connections to be returned.
+    pub async fn close(&self) {
+        self.pool.close().await;
+    }
+}
+
+async fn insert_audit(
+    tx: &mut sqlx::PgConnection,
+    tenant: &TenantId,
+    e: &NewAuditEvent,
+) -> Result<i64, StoreError> {
+    let id: i64 = sqlx::query_scalar(
+        "INSERT INTO audit_events (tenant_id, at, actor, kind, server, version, data)
+         VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb) RETURNING id",
+    )
+    .bind(tenant.as_str())
+    .bind(e.at.millis())
+    .bind(&e.actor)
+    .bind(&e.kind)
+    .bind(&e.server)
+    .bind(&e.version)
+    .bind(e.data.to_string())
+    .fetch_one(tx)
+    .await
+    .map_err(err)?;
+    Ok(id)
+}
+
+fn policy_from_row(row: &sqlx::postgres::PgRow) -> Result<PolicyRecord, StoreError> {
+    let mode: String = row.try_get("enforcement_mode").map_err(err)?;
+    let overrides: String = row.try_get("overrides").map_err(err)?;
+    let overrides: PolicyOverrides = serde_json::from_str(&overrides)
+        .map_err(|e| StoreError::Other(format!("stored overrides: {e}")))?;
+    Ok(PolicyRecord {
+        policy: Policy {
+            enforcement_mode: EnforcementMode::parse(&mode)
+                .ok_or_else(|| StoreError::Other(format!("stored mode {mode}")))?,
+            approval_required: row.try_get("approval_required").map_err(err)?,
+            overrides,
+        },
+        revision: row.try_get("revision").map_err(err)?,
+        updated_at: Timestamp::from_millis(row.try_get("updated_at").map_err(err)?),
+        updated_by: row.try_get("updated_by").map_err(err)?,
+    })
+}
+
+fn overrides_json(p: &Policy) -> Result<String, StoreError> {
+    serde_json::to_string(&p.overrides).map_err(|e| StoreError::Other(e.to_string()))
+}
+
+const POLICY_COLUMNS: &str = "enforcement_mode, approval_required, overrides::text AS overrides, revision, updated_at, updated_by";
+
+#[async_trait]
+impl TenantStore for PgStore {
+    async fn create_tenant(
+        &self,
+        tenant: &TenantId,
+        name: &str,
+        policy: &Policy,
+        actor: &str,
+        at: Timestamp,
+    ) -> Result<TenantRecord, StoreError> {
+        let mut tx = self.pool.begin().await.map_err(err)?;
+        sqlx::query(
+            "INSERT INTO tenants (id, name, created_at, created_by) VALUES ($1, $2, $3, $4)",
+        )
+        .bind(tenant.as_str())
+        .bind(name)
+        .bind(at.millis())
+        .bind(actor)
+        .execute(&mut *tx)
+        .await
+        .map_err(err)?;
+        sqlx::query(
+            "INSERT INTO tenant_policies
+             (tenant_id, enforcement_mode, approval_required, overrides, revision, updated_at, updated_by)
+             VALUES ($1, $2, $3, $4::jsonb, 1, $5, $6)",
+        )
+        .bind(tenant.as_str())
+        .bind(policy.enforcement_mode.as_str())
+        .bind(policy.approval_required)
+        .bind(overrides_json(policy)?)
+        .bind(at.millis())
+        .bind(actor)
+        .execute(&mut *tx)
+        .await
+        .map_err(err)?;
+        insert_audit(
+            &mut tx,
+            tenant,
+            &NewAuditEvent {
+                at,
+                actor: actor.to_owned(),
+                kind: "tenant.created".into(),
+                server: None,
+                version: None,
+                data: serde_json::json!({ "name": name, "policy": policy }),
+            },
+        )
+        .await?;
+        tx.commit().await.map_err(err)?;
+        Ok(TenantRecord {
+            id: tenant.clone(),
+            name: name.to_owned(),
+            created_at: at,
+            created_by: actor.to_owned(),
+        })
+    }
+
+    async fn tenant(&self, tenant: &TenantId) -> Result<Option<TenantRecord>, StoreError> {
+        let row = sqlx::query("SELECT name, created_at, created_by FROM tenants WHERE id = $1")
+            .bind(tenant.as_str())
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(err)?;
+        row.map(|r| {
+            Ok(TenantRecord {
+                id: tenant.clone(),
+                name: r.try_get("name").map_err(err)?,
+                created_at: Timestamp::from_millis(r.try_get("created_at").map_err(err)?),
+                created_by: r.try_get("created_by").map_err(err)?,
+            })
+        })
+        .transpose()
+    }
+
+    async fn policy(&self, tenant: &TenantId) -> Result<Option<PolicyRecord>, StoreError> {
+        let row = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "SELECT {POLICY_COLUMNS} FROM tenant_policies WHERE tenant_id = $1"
+        )))
+        .bind(tenant.as_str())
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(err)?;
+        row.as_ref().map(policy_from_row).transpose()
+    }
+
+    async fn put_policy(
+        &self,
+        tenant: &TenantId,
+        policy: &Policy,
+        expected_revision: Option<i64>,
+        actor: &str,
+        at: Timestamp,
+    ) -> Result<PolicyRecord, StoreError> {
+        let mut tx = self.pool.begin().await.map_err(err)?;
+        // The row lock taken by UPDATE makes a concurrent writer wait and
+        // then re-check the revision predicate against the committed row.
+        let row = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "UPDATE tenant_policies
+             SET enforcement_mode = $1, approval_required = $2, overrides = $3::jsonb,
+                 revision = revision + 1, updated_at = $4, updated_by = $5
+             WHERE tenant_id = $6 AND ($7::bigint IS NULL OR revision = $7)
+             RETURNING {POLICY_COLUMNS}"
+        )))
+        .bind(policy.enforcement_mode.as_str())
+        .bind(policy.approval_required)
+        .bind(overrides_json(policy)?)
+        .bind(at.millis())
+        .bind(actor)
+        .bind(tenant.as_str())
+        .bind(expected_revision)
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(err)?;
+        let Some(row) = row else {
+            let current: Option<i64> =
+                sqlx::query_scalar("SELECT revision FROM tenant_policies WHERE tenant_id = $1")
+                    .bind(tenant.as_str())
+                    .fetch_optional(&mut *tx)
+                    .await
+                    .map_err(err)?;
+            return Err(match current {
+                Some(current) => StoreError::PreconditionFailed { current },
+                None => StoreError::NotFound,
+            });
+        };
+        let rec = policy_from_row(&row)?;
+        insert_audit(
+            &mut tx,
+            tenant,
+            &NewAuditEvent {
+                at,
+                actor: actor.to_owned(),
+                kind: "policy.updated".into(),
+                server: None,
+                version: None,
+                data: serde_json::json!({ "revision": rec.revision, "policy": policy }),
+            },
+        )
+        .await?;
+        tx.commit().await.map_err(err)?;
+        Ok(rec)
+    }
+
+    async fn append_audit(
+        &self,
+        tenant: &TenantId,
+        event: &NewAuditEvent,
+    ) -> Result<i64, StoreError> {
+        let mut conn = self.pool.acquire().await.map_err(err)?;
+        insert_audit(&mut conn, tenant, event).await
+    }
+
+    async fn audit(
+        &self,
+        tenant: &TenantId,
+        filter: &AuditFilter,
+        after: Option<i64>,
+        limit: u32,
+    ) -> Result<Vec<AuditEvent>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT id, at, actor, kind, server, version, data::text AS data FROM audit_events
+             WHERE tenant_id = $1 AND id > $2
+               AND ($3::text IS NULL OR server = $3) AND ($4::text IS NULL OR kind = $4)
+             ORDER BY id LIMIT $5",
+        )
+        .bind(tenant.as_str())
+        .bind(after.unwrap_or(0))
+        .bind(&filter.server)
+        .bind(&filter.kind)
+        .bind(i64::from(limit))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(err)?;
+        rows.iter()
+            .map(|r| {
+                let data: String = r.try_get("data").map_err(err)?;
+                Ok(AuditEvent {
+                    id: r.try_get("id").map_err(err)?,
+                    at: Timestamp::from_millis(r.try_get("at").map_err(err)?),
+                    actor: r.try_get("actor").map_err(err)?,
+                    kind: r.try_get("kind").map_err(err)?,
+                    server: r.try_get("server").map_err(err)?,
+                    version: r.try_get("version").map_err(err)?,
+                    data: serde_json::from_str::<Value>(&data)
+                        .map_err(|e| StoreError::Other(format!("stored audit data: {e}")))?,
+                })
+            })
+            .collect()
+    }
+
+    async fn ping(&self) -> Result<(), StoreError> {
+        sqlx::query("SELECT 1")
+            .execute(&self.pool)
+            .await
+            .map_err(err)?;
+        Ok(())
+    }
+}
