@@ -1,1 +1,418 @@
-//! tests
+//! signet-tests: the harness behind the integration suite.
+//!
+//! Every test gets its own [`TestApp`]: a fresh database (a temporary SQLite
+//! file, or a fresh PostgreSQL schema when `SIGNET_TEST_DATABASE_URL` is
+//! set), the real application router, and a fresh tenant. Tokens are minted
+//! by a test issuer whose keys only this process knows.
+
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use aws_lc_rs::rand::SystemRandom;
+use aws_lc_rs::signature::{Ed25519KeyPair, KeyPair as _};
+use axum::Router;
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
+use base64::Engine as _;
+use http_body_util::BodyExt as _;
+use jsonwebtoken::{Algorithm, DecodingKey};
+use serde_json::{Value, json};
+use signet_core::ids::TenantId;
+use signet_http::Authenticator;
+use signet_http::auth::{IssuerConfig, KeySource};
+use signet_server::app::{self, AppContext};
+use signet_server::config::Config;
+use signet_server::metrics::Metrics;
+use signet_server::store::Store;
+use tower::ServiceExt as _;
+
+/// Issuer of the test tokens.
+pub const ISSUER: &str = "https://issuer.test";
+/// Audience of the test tokens.
+pub const AUDIENCE: &str = "signet-test";
+/// Issuer of HS256 test tokens.
+pub const HS_ISSUER: &str = "https://hs.issuer.test";
+/// The HS256 issuer's shared secret.
+pub const HS_SECRET: &str = "an-hs256-secret-of-at-least-32-bytes!!";
+
+/// The process-wide test signing key.
+pub struct TestKey {
+    /// PKCS#8 document.
+    pub pkcs8: Vec<u8>,
+    /// Raw public key.
+    pub public: Vec<u8>,
+}
+
+/// The Ed25519 key of [`ISSUER`].
+pub fn test_key() -> &'static TestKey {
+    static KEY: OnceLock<TestKey> = OnceLock::new();
+    KEY.get_or_init(|| {
+        let doc = Ed25519KeyPair::generate_pkcs8(&SystemRandom::new()).expect("keygen");
+        let pair = Ed25519KeyPair::from_pkcs8(doc.as_ref()).expect("key");
+        TestKey {
+            pkcs8: doc.as_ref().to_vec(),
+            public: pair.public_key().as_ref().to_vec(),
+        }
+    })
+}
+
+/// base64url without padding.
+pub fn b64(bytes: &[u8]) -> String {
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
+}
+
+/// Seconds since the epoch.
+pub fn now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+}
+
+/// Signs arbitrary header and claims JSON with the test Ed25519 key (no
+/// validation of what is inside: for crafting bad tokens).
+pub fn sign_raw(header: &Value, claims: &Value) -> String {
+    let input = format!(
+        "{}.{}",
+        b64(header.to_string().as_bytes()),
+        b64(claims.to_string().as_bytes())
+    );
+    let pair = Ed25519KeyPair::from_pkcs8(&test_key().pkcs8).unwrap();
+    let sig = pair.sign(input.as_bytes());
+    format!("{input}.{}", b64(sig.as_ref()))
+}
+
+/// Standard valid claims for the test issuer.
+pub fn claims(sub: &str, tenant: Option<&str>, roles: &[&str]) -> Value {
+    let mut c = json!({
+        "iss": ISSUER, "aud": AUDIENCE, "sub": sub, "roles": roles,
+        "iat": now(), "nbf": now(), "exp": now() + 600,
+    });
+    if let Some(t) = tenant {
+        c["tenant"] = json!(t);
+    }
+    c
+}
+
+/// A valid EdDSA token.
+pub fn token(sub: &str, tenant: Option<&str>, roles: &[&str]) -> String {
+    sign_raw(
+        &json!({"alg": "EdDSA", "typ": "JWT"}),
+        &claims(sub, tenant, roles),
+    )
+}
+
+/// The issuers every test app trusts.
+pub fn test_issuers() -> Vec<IssuerConfig> {
+    vec![
+        IssuerConfig {
+            issuer: ISSUER.into(),
+            audience: AUDIENCE.into(),
+            algorithms: vec![Algorithm::EdDSA],
+            keys: KeySource::Static(
+                DecodingKey::from_ed_components(&b64(&test_key().public)).unwrap(),
+            ),
+        },
+        IssuerConfig {
+            issuer: HS_ISSUER.into(),
+            audience: AUDIENCE.into(),
+            algorithms: vec![Algorithm::HS256],
+            keys: KeySource::Static(DecodingKey::from_secret(HS_SECRET.as_bytes())),
+        },
+    ]
+}
+
+/// Which database the suite runs against.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Backend {
+    /// A temporary SQLite file per test.
+    Sqlite,
+    /// A fresh schema per test in this PostgreSQL database.
+    Postgres(String),
+}
+
+/// `SIGNET_TEST_DATABASE_URL` (PostgreSQL) or SQLite.
+pub fn backend() -> Backend {
+    match std::env::var("SIGNET_TEST_DATABASE_URL") {
+        Ok(u) if !u.trim().is_empty() => Backend::Postgres(u),
+        _ => Backend::Sqlite,
+    }
+}
+
+/// A fresh, empty database: its URL and the guard keeping it alive.
+pub struct FreshDb {
+    /// URL for `database_url`.
+    pub url: String,
+    /// The data directory (SQLite file lives here).
+    pub dir: tempfile::TempDir,
+}
+
+/// Creates a fresh database for one test.
+pub async fn fresh_db() -> FreshDb {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let url = match backend() {
+        Backend::Sqlite => format!("sqlite://{}", dir.path().join("signet.db").display()),
+        Backend::Postgres(base) => {
+            let pool = sqlx::PgPool::connect(&base)
+                .await
+                .unwrap_or_else(|e| panic!("SIGNET_TEST_DATABASE_URL: cannot connect: {e}"));
+            let stamp = now();
+            // Sweep schemas left by runs more than two hours old.
+            let old: Vec<String> = sqlx::query_scalar(
+                "SELECT nspname::text FROM pg_namespace WHERE nspname LIKE 'signet_t_%'",
+            )
+            .fetch_all(&pool)
+            .await
+            .unwrap_or_default();
+            for s in old {
+                let ts: u64 = s
+                    .split('_')
+                    .nth(2)
+                    .and_then(|t| t.parse().ok())
+                    .unwrap_or(u64::MAX);
+                if ts + 7200 < stamp {
+                    let _ = sqlx::query(sqlx::AssertSqlSafe(format!(
+                        "DROP SCHEMA IF EXISTS {s} CASCADE"
+                    )))
+                    .execute(&pool)
+                    .await;
+                }
+            }
+            let schema = format!("signet_t_{stamp}_{}", uuid::Uuid::new_v4().simple());
+            sqlx::query(sqlx::AssertSqlSafe(format!("CREATE SCHEMA {schema}")))
+                .execute(&pool)
+                .await
+                .expect("create schema");
+            pool.close().await;
+            let sep = if base.contains('?') { '&' } else { '?' };
+            format!("{base}{sep}options=-c%20search_path%3D{schema}")
+        }
+    };
+    FreshDb { url, dir }
+}
+
+/// A configuration pointing at `db`.
+pub fn config_for(db: &FreshDb) -> Config {
+    let mut cfg = Config::default();
+    cfg.data_dir = db.dir.path().to_path_buf();
+    cfg.database_url = db.url.clone();
+    cfg
+}
+
+/// One test's application.
+pub struct TestApp {
+    /// The router, called in-process.
+    pub router: Router,
+    /// The store underneath.
+    pub store: Store,
+    /// A fresh tenant created for this test.
+    pub tenant: TenantId,
+    /// The authenticator (to inspect JWKS fetches and such).
+    pub authn: Arc<Authenticator>,
+    /// The database (kept alive).
+    pub db: FreshDb,
+}
+
+/// A response, read whole.
+#[derive(Debug)]
+pub struct Resp {
+    /// Status.
+    pub status: StatusCode,
+    /// Headers.
+    pub headers: axum::http::HeaderMap,
+    /// Raw body.
+    pub bytes: Vec<u8>,
+}
+
+impl Resp {
+    /// The body as JSON (panics with the body text when it is not JSON).
+    pub fn json(&self) -> Value {
+        serde_json::from_slice(&self.bytes)
+            .unwrap_or_else(|_| panic!("not JSON: {}", String::from_utf8_lossy(&self.bytes)))
+    }
+
+    /// A header as text.
+    pub fn header(&self, name: &str) -> Option<String> {
+        self.headers
+            .get(name)
+            .map(|v| v.to_str().unwrap().to_owned())
+    }
+
+    /// Asserts a problem+json response with this status and code; returns the body.
+    #[track_caller]
+    pub fn problem(&self, status: u16, code: &str) -> Value {
+        assert_eq!(
+            self.status.as_u16(),
+            status,
+            "body: {}",
+            String::from_utf8_lossy(&self.bytes)
+        );
+        assert_eq!(
+            self.header("content-type").as_deref(),
+            Some("application/problem+json")
+        );
+        let body = self.json();
+        assert_eq!(body["code"], code, "body: {body}");
+        assert_eq!(body["status"], status);
+        let rid = self.header("x-request-id").expect("x-request-id header");
+        assert_eq!(body["request_id"], rid.as_str());
+        body
+    }
+}
+
+impl TestApp {
+    /// A new app on a fresh database, with a fresh tenant.
+    pub async fn new() -> TestApp {
+        Self::with_issuers(test_issuers()).await
+    }
+
+    /// A new app trusting exactly `issuers`.
+    pub async fn with_issuers(issuers: Vec<IssuerConfig>) -> TestApp {
+        Self::build(issuers, |_| {}).await
+    }
+
+    /// A new app with a configuration tweak.
+    pub async fn build(issuers: Vec<IssuerConfig>, tweak: impl FnOnce(&mut Config)) -> TestApp {
+        let db = fresh_db().await;
+        let mut cfg = config_for(&db);
+        tweak(&mut cfg);
+        let store = signet_server::serve::open_store(&cfg)
+            .await
+            .expect("open store");
+        let authn = Arc::new(Authenticator::new(issuers, cfg.auth.leeway_secs));
+        let router = app::build(AppContext {
+            tenants: store.tenants(),
+            authn: authn.clone(),
+            metrics: Arc::new(Metrics::default()),
+            body_limit: cfg.body_limit_bytes,
+            request_timeout: Duration::from_secs(cfg.request_timeout_secs),
+        });
+        let mut app = TestApp {
+            router,
+            store,
+            tenant: TenantId::parse("placeholder").unwrap(),
+            authn,
+            db,
+        };
+        app.tenant = app.new_tenant().await;
+        app
+    }
+
+    /// Creates another tenant through the API.
+    pub async fn new_tenant(&self) -> TenantId {
+        let id = format!("t-{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
+        let r = self
+            .send(
+                "POST",
+                "/v1/tenants",
+                Some(&self.platform()),
+                Some(json!({"id": id, "name": "Test tenant"})),
+            )
+            .await;
+        assert_eq!(
+            r.status,
+            StatusCode::CREATED,
+            "{}",
+            String::from_utf8_lossy(&r.bytes)
+        );
+        TenantId::parse(&id).unwrap()
+    }
+
+    /// A platform token.
+    pub fn platform(&self) -> String {
+        token("platform-op", None, &["platform"])
+    }
+
+    /// A token in this test's tenant with `roles`.
+    pub fn as_roles(&self, sub: &str, roles: &[&str]) -> String {
+        token(sub, Some(self.tenant.as_str()), roles)
+    }
+
+    /// An admin token in this test's tenant.
+    pub fn admin(&self) -> String {
+        self.as_roles("alice-admin", &["admin"])
+    }
+
+    /// Sends a JSON request.
+    pub async fn send(
+        &self,
+        method: &str,
+        path: &str,
+        token: Option<&str>,
+        body: Option<Value>,
+    ) -> Resp {
+        let bytes = body.map(|b| b.to_string().into_bytes());
+        self.send_raw(method, path, token, bytes.as_deref(), &[])
+            .await
+    }
+
+    /// Sends raw bytes (as `application/json`) with extra headers.
+    pub async fn send_raw(
+        &self,
+        method: &str,
+        path: &str,
+        token: Option<&str>,
+        body: Option<&[u8]>,
+        headers: &[(&str, &str)],
+    ) -> Resp {
+        let mut req = Request::builder().method(method).uri(path);
+        if let Some(t) = token {
+            req = req.header("authorization", format!("Bearer {t}"));
+        }
+        if body.is_some()
+            && !headers
+                .iter()
+                .any(|(k, _)| k.eq_ignore_ascii_case("content-type"))
+        {
+            req = req.header("content-type", "application/json");
+        }
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        let req = req
+            .body(
+                body.map(|b| Body::from(b.to_vec()))
+                    .unwrap_or_else(Body::empty),
+            )
+            .unwrap();
+        let resp = self.router.clone().oneshot(req).await.expect("infallible");
+        let status = resp.status();
+        let headers = resp.headers().clone();
+        let bytes = resp
+            .into_body()
+            .collect()
+            .await
+            .unwrap()
+            .to_bytes()
+            .to_vec();
+        Resp {
+            status,
+            headers,
+            bytes,
+        }
+    }
+
+    /// `GET` with a token.
+    pub async fn get(&self, path: &str, token: &str) -> Resp {
+        self.send("GET", path, Some(token), None).await
+    }
+}
+
+/// The realdata folder (`$SIGNET_REALDATA` or `../shared/realdata` from the
+/// workspace root), or `None` with a printed notice.
+pub fn realdata() -> Option<std::path::PathBuf> {
+    let p = std::env::var_os("SIGNET_REALDATA")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| {
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/realdata")
+        });
+    if p.is_dir() {
+        Some(p)
+    } else {
+        eprintln!(
+            "notice: realdata not found at {}; skipping real-data checks",
+            p.display()
+        );
+        None
+    }
+}

@@ -5,6 +5,8 @@
 //! present (`$SIGNET_REALDATA` or `../../../shared/realdata`), otherwise a
 //! synthetic signature of the same size.
 
+#![allow(missing_docs)]
+
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
 
@@ -78,6 +80,9 @@ fn benches(c: &mut Criterion) {
     let args = args_1kib();
     eprintln!("argument object: {} canonical bytes", signet_core::digest::canonical_bytes(&args).len());
     c.bench_function("digest_key_1kib_arguments", |b| b.iter(|| digest_key(black_box(&args))));
+    c.bench_function("canonical_bytes_1kib_arguments", |b| {
+        b.iter(|| signet_core::digest::canonical_bytes(black_box(&args)))
+    });
 }
 
 criterion_group!(core, benches);

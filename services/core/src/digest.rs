@@ -54,22 +54,33 @@ pub fn write_canonical(out: &mut Vec<u8>, value: &Value) {
 
 fn write_object(out: &mut Vec<u8>, map: &Map<String, Value>) {
     out.push(b'{');
-    let mut entries: Vec<(&String, &Value)> = map.iter().collect();
-    // A `BTreeMap` iterates in code-point order, which equals UTF-16 order
-    // for most keys; sorting an already-sorted vector is one cheap pass.
-    if !entries
-        .windows(2)
-        .all(|w| utf16_cmp(w[0].0, w[1].0) != std::cmp::Ordering::Greater)
-    {
-        entries.sort_unstable_by(|a, b| utf16_cmp(a.0, b.0));
-    }
-    for (i, (k, v)) in entries.into_iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
+    // serde_json's map iterates in code-point order, which equals UTF-16
+    // order except when astral characters meet U+E000..U+FFFF; only then
+    // (or with `preserve_order` maps) do the entries need sorting.
+    let sorted = map
+        .keys()
+        .zip(map.keys().skip(1))
+        .all(|(a, b)| utf16_cmp(a, b) != std::cmp::Ordering::Greater);
+    if sorted {
+        for (i, (k, v)) in map.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            write_string(out, k);
+            out.push(b':');
+            write_canonical(out, v);
         }
-        write_string(out, k);
-        out.push(b':');
-        write_canonical(out, v);
+    } else {
+        let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+        entries.sort_unstable_by(|a, b| utf16_cmp(a.0, b.0));
+        for (i, (k, v)) in entries.into_iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            write_string(out, k);
+            out.push(b':');
+            write_canonical(out, v);
+        }
     }
     out.push(b'}');
 }
@@ -86,28 +97,30 @@ pub fn utf16_cmp(a: &str, b: &str) -> std::cmp::Ordering {
 const HEX: &[u8; 16] = b"0123456789abcdef";
 
 fn write_string(out: &mut Vec<u8>, s: &str) {
+    out.reserve(s.len() + 2);
     out.push(b'"');
     let bytes = s.as_bytes();
     let mut start = 0;
-    for (i, &b) in bytes.iter().enumerate() {
-        let esc: &[u8] = match b {
-            b'"' => b"\\\"",
-            b'\\' => b"\\\\",
-            0x08 => b"\\b",
-            0x09 => b"\\t",
-            0x0a => b"\\n",
-            0x0c => b"\\f",
-            0x0d => b"\\r",
-            0x00..=0x1f => b"",
-            _ => continue,
-        };
+    while let Some(off) = bytes[start..]
+        .iter()
+        .position(|&b| b < 0x20 || b == b'"' || b == b'\\')
+    {
+        let i = start + off;
         out.extend_from_slice(&bytes[start..i]);
-        if esc.is_empty() {
-            out.extend_from_slice(b"\\u00");
-            out.push(HEX[(b >> 4) as usize]);
-            out.push(HEX[(b & 0xf) as usize]);
-        } else {
-            out.extend_from_slice(esc);
+        let b = bytes[i];
+        match b {
+            b'"' => out.extend_from_slice(b"\\\""),
+            b'\\' => out.extend_from_slice(b"\\\\"),
+            0x08 => out.extend_from_slice(b"\\b"),
+            0x09 => out.extend_from_slice(b"\\t"),
+            0x0a => out.extend_from_slice(b"\\n"),
+            0x0c => out.extend_from_slice(b"\\f"),
+            0x0d => out.extend_from_slice(b"\\r"),
+            _ => {
+                out.extend_from_slice(b"\\u00");
+                out.push(HEX[(b >> 4) as usize]);
+                out.push(HEX[(b & 0xf) as usize]);
+            }
         }
         start = i + 1;
     }

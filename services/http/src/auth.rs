@@ -231,14 +231,19 @@ struct Issuer {
     jwks: Mutex<JwksState>,
 }
 
+/// The claims we read after validation. Every field is a raw value: the
+/// crate deserialises these *before* it validates, so a typed field would
+/// turn "missing `exp`" into an opaque parse error.
 #[derive(Deserialize)]
 struct Claims {
-    sub: String,
-    exp: u64,
     #[serde(default)]
-    tenant: Option<String>,
+    sub: serde_json::Value,
     #[serde(default)]
-    roles: Vec<String>,
+    exp: serde_json::Value,
+    #[serde(default)]
+    tenant: serde_json::Value,
+    #[serde(default)]
+    roles: serde_json::Value,
 }
 
 /// Verifies bearer tokens against the configured issuers.
@@ -396,24 +401,38 @@ impl Authenticator {
             })
         })?;
         let claims = data.claims;
-        if claims.sub.is_empty() {
-            return Err(invalid("claim sub is empty"));
-        }
-        let tenant = match claims.tenant {
-            Some(t) => Some(
-                TenantId::parse(&t)
-                    .map_err(|_| invalid("claim tenant is not a valid tenant id"))?,
+        let sub = claims
+            .sub
+            .as_str()
+            .filter(|s| !s.is_empty())
+            .ok_or_else(|| invalid("claim sub must be a non-empty string"))?;
+        let exp = claims
+            .exp
+            .as_u64()
+            .ok_or_else(|| invalid("claim exp has the wrong type"))?;
+        let tenant = match &claims.tenant {
+            serde_json::Value::Null => None,
+            serde_json::Value::String(t) => Some(
+                TenantId::parse(t).map_err(|_| invalid("claim tenant is not a valid tenant id"))?,
             ),
-            None => None,
+            _ => return Err(invalid("claim tenant must be a string")),
         };
-        let roles: Vec<Role> = claims.roles.iter().filter_map(|r| Role::parse(r)).collect();
-        Ok(Principal::new(
-            &claims.sub,
-            &cfg.issuer,
-            tenant,
-            &roles,
-            claims.exp,
-        ))
+        let roles: Vec<Role> = match &claims.roles {
+            serde_json::Value::Null => Vec::new(),
+            serde_json::Value::Array(items) => {
+                let mut roles = Vec::new();
+                for item in items {
+                    let name = item
+                        .as_str()
+                        .ok_or_else(|| invalid("claim roles must be an array of strings"))?;
+                    // Unknown roles are ignored: other systems may share the token.
+                    roles.extend(Role::parse(name));
+                }
+                roles
+            }
+            _ => return Err(invalid("claim roles must be an array of strings")),
+        };
+        Ok(Principal::new(sub, &cfg.issuer, tenant, &roles, exp))
     }
 
     async fn jwks_key(

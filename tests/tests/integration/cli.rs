@@ -1,0 +1,105 @@
+//! Command-line behaviour that needs no server.
+
+use signet_server::cli::{OpenapiArgs, TokenArgs, openapi, token};
+
+fn args(dir: &std::path::Path, tenant: Option<&str>, roles: &[&str], ttl: &str) -> TokenArgs {
+    TokenArgs {
+        data_dir: dir.to_path_buf(),
+        sub: "me".into(),
+        tenant: tenant.map(Into::into),
+        roles: roles.iter().map(|r| r.to_string()).collect(),
+        ttl: ttl.into(),
+    }
+}
+
+#[test]
+fn token_refuses_bad_input_with_a_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut out = Vec::new();
+    let e = token(args(dir.path(), Some("dev"), &["reader"], "1h"), &mut out).unwrap_err();
+    assert!(e.to_string().contains("no dev signing key"), "{e}");
+    signet_server::devkeys::DevKey::load_or_create(dir.path()).unwrap();
+    let e = token(args(dir.path(), Some("dev"), &["wizard"], "1h"), &mut out).unwrap_err();
+    assert!(e.to_string().contains("unknown role"), "{e}");
+    let e = token(args(dir.path(), None, &["admin"], "1h"), &mut out).unwrap_err();
+    assert!(e.to_string().contains("need --tenant"), "{e}");
+    let e = token(
+        args(dir.path(), Some("Bad Tenant"), &["admin"], "1h"),
+        &mut out,
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("--tenant"), "{e}");
+    let e = token(
+        args(dir.path(), Some("dev"), &["admin"], "forever"),
+        &mut out,
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("ttl"), "{e}");
+    assert!(out.is_empty());
+    token(args(dir.path(), None, &["platform"], "10m"), &mut out).unwrap();
+    assert_eq!(String::from_utf8(out).unwrap().trim().split('.').count(), 3);
+}
+
+#[cfg(unix)]
+#[test]
+fn the_dev_key_is_private_to_its_owner() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let dir = tempfile::tempdir().unwrap();
+    let key = signet_server::devkeys::DevKey::load_or_create(dir.path()).unwrap();
+    assert!(key.created);
+    let mode = std::fs::metadata(&key.path).unwrap().permissions().mode();
+    assert_eq!(mode & 0o077, 0, "mode {mode:o}");
+    assert!(
+        !signet_server::devkeys::DevKey::load_or_create(dir.path())
+            .unwrap()
+            .created
+    );
+}
+
+#[test]
+fn openapi_check_detects_drift() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("openapi.json");
+    std::fs::write(&file, signet_server::app::openapi_json()).unwrap();
+    let mut out = Vec::new();
+    assert_eq!(
+        openapi(
+            OpenapiArgs {
+                check: Some(file.clone())
+            },
+            &mut out
+        )
+        .unwrap(),
+        0
+    );
+    std::fs::write(&file, "{}\n").unwrap();
+    assert_eq!(
+        openapi(OpenapiArgs { check: Some(file) }, &mut out).unwrap(),
+        1
+    );
+}
+
+#[test]
+fn config_names_the_first_bad_setting() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("signet.toml");
+    std::fs::write(
+        &file,
+        "listen = \"127.0.0.1:8080\"\nbody_limit_bytes = \"lots\"\n",
+    )
+    .unwrap();
+    let e = signet_server::config::Config::load(Some(&file), &Default::default()).unwrap_err();
+    assert!(format!("{e:#}").contains("body_limit_bytes"), "{e:#}");
+    std::fs::write(&file, "colour = \"blue\"\n").unwrap();
+    let e = signet_server::config::Config::load(Some(&file), &Default::default()).unwrap_err();
+    assert!(format!("{e:#}").contains("colour"), "{e:#}");
+    std::fs::write(&file, "[auth]\nleeway_secs = 120\n").unwrap();
+    let e = signet_server::config::Config::load(Some(&file), &Default::default()).unwrap_err();
+    assert!(format!("{e:#}").contains("leeway"), "{e:#}");
+    let e = signet_server::config::Config::load(
+        Some(&dir.path().join("missing.toml")),
+        &Default::default(),
+    )
+    .unwrap_err();
+    assert!(format!("{e:#}").contains("does not exist"), "{e:#}");
+}

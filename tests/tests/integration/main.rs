@@ -1,0 +1,10 @@
+//! The integration suite: one binary, run on SQLite by default and on
+//! PostgreSQL when `SIGNET_TEST_DATABASE_URL` is set.
+
+mod auth;
+mod cli;
+mod input;
+mod ops;
+mod smoke;
+mod storage;
+mod tenants;
