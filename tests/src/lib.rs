@@ -193,10 +193,11 @@ pub async fn fresh_db() -> FreshDb {
 
 /// A configuration pointing at `db`.
 pub fn config_for(db: &FreshDb) -> Config {
-    let mut cfg = Config::default();
-    cfg.data_dir = db.dir.path().to_path_buf();
-    cfg.database_url = db.url.clone();
-    cfg
+    Config {
+        data_dir: db.dir.path().to_path_buf(),
+        database_url: db.url.clone(),
+        ..Config::default()
+    }
 }
 
 /// One test's application.

@@ -80,6 +80,12 @@ fn benches(c: &mut Criterion) {
     let args = args_1kib();
     eprintln!("argument object: {} canonical bytes", signet_core::digest::canonical_bytes(&args).len());
     c.bench_function("digest_key_1kib_arguments", |b| b.iter(|| digest_key(black_box(&args))));
+    let mut no_float = args.clone();
+    no_float["nested"]["b"][1] = json!(2);
+    c.bench_function("tmp_canonical_no_float", |b| {
+        b.iter(|| signet_core::digest::canonical_bytes(black_box(&no_float)))
+    });
+    c.bench_function("tmp_serde_json_to_vec", |b| b.iter(|| serde_json::to_vec(black_box(&args)).unwrap()));
     c.bench_function("canonical_bytes_1kib_arguments", |b| {
         b.iter(|| signet_core::digest::canonical_bytes(black_box(&args)))
     });

@@ -53,34 +53,39 @@ pub fn write_canonical(out: &mut Vec<u8>, value: &Value) {
 }
 
 fn write_object(out: &mut Vec<u8>, map: &Map<String, Value>) {
+    let start = out.len();
     out.push(b'{');
     // serde_json's map iterates in code-point order, which equals UTF-16
     // order except when astral characters meet U+E000..U+FFFF; only then
-    // (or with `preserve_order` maps) do the entries need sorting.
-    let sorted = map
-        .keys()
-        .zip(map.keys().skip(1))
-        .all(|(a, b)| utf16_cmp(a, b) != std::cmp::Ordering::Greater);
-    if sorted {
-        for (i, (k, v)) in map.iter().enumerate() {
-            if i > 0 {
-                out.push(b',');
+    // (or with `preserve_order` maps) are the entries rewritten sorted.
+    let mut prev: Option<&String> = None;
+    for (k, v) in map {
+        if let Some(p) = prev {
+            if utf16_cmp(p, k) == std::cmp::Ordering::Greater {
+                out.truncate(start);
+                return write_object_sorted(out, map);
             }
-            write_string(out, k);
-            out.push(b':');
-            write_canonical(out, v);
+            out.push(b',');
         }
-    } else {
-        let mut entries: Vec<(&String, &Value)> = map.iter().collect();
-        entries.sort_unstable_by(|a, b| utf16_cmp(a.0, b.0));
-        for (i, (k, v)) in entries.into_iter().enumerate() {
-            if i > 0 {
-                out.push(b',');
-            }
-            write_string(out, k);
-            out.push(b':');
-            write_canonical(out, v);
+        prev = Some(k);
+        write_string(out, k);
+        out.push(b':');
+        write_canonical(out, v);
+    }
+    out.push(b'}');
+}
+
+fn write_object_sorted(out: &mut Vec<u8>, map: &Map<String, Value>) {
+    out.push(b'{');
+    let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+    entries.sort_unstable_by(|a, b| utf16_cmp(a.0, b.0));
+    for (i, (k, v)) in entries.into_iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
         }
+        write_string(out, k);
+        out.push(b':');
+        write_canonical(out, v);
     }
     out.push(b'}');
 }
@@ -174,6 +179,14 @@ fn write_f64(out: &mut Vec<u8>, f: f64) {
         out.push(b'0');
         return;
     }
+    // Integral doubles below 2^53 print as integers (no exponent below 10^21).
+    if f.fract() == 0.0 && f.abs() < EXACT_INT as f64 {
+        if f < 0.0 {
+            out.push(b'-');
+        }
+        write_u64(out, f.abs() as u64);
+        return;
+    }
     match serde_json_canonicalizer::to_vec(&f) {
         Ok(bytes) => out.extend_from_slice(&bytes),
         Err(_) => out.push(b'0'),
@@ -183,9 +196,21 @@ fn write_f64(out: &mut Vec<u8>, f: f64) {
 /// SHA-256 of the canonical bytes of `value`, raw: the fast path for cache
 /// keys, which need no string form.
 pub fn digest_key(value: &Value) -> [u8; 32] {
-    let mut buf = Vec::with_capacity(1024);
-    write_canonical(&mut buf, value);
-    Sha256::digest(&buf).into()
+    thread_local! {
+        static BUF: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
+    BUF.with(|cell| match cell.try_borrow_mut() {
+        Ok(mut buf) => {
+            buf.clear();
+            write_canonical(&mut buf, value);
+            let hash = Sha256::digest(buf.as_slice()).into();
+            if buf.capacity() > 64 * 1024 {
+                *buf = Vec::new();
+            }
+            hash
+        }
+        Err(_) => Sha256::digest(canonical_bytes(value)).into(),
+    })
 }
 
 /// `sha256:<64 lowercase hex>` of the canonical bytes of `value`.

@@ -52,9 +52,14 @@ pub struct ProblemBody {
     pub extra: Map<String, Value>,
 }
 
-/// The error every handler returns.
+/// The error every handler returns (boxed, so `Result<T, ApiError>` stays
+/// one pointer wide on the happy path).
 #[derive(Debug, Clone)]
-pub struct ApiError {
+pub struct ApiError(Box<Problem>);
+
+/// The contents of an [`ApiError`].
+#[derive(Debug, Clone)]
+pub struct Problem {
     /// Status to answer with.
     pub status: StatusCode,
     /// Stable code.
@@ -71,10 +76,24 @@ pub struct ApiError {
     pub headers: Vec<(header::HeaderName, HeaderValue)>,
 }
 
+impl std::ops::Deref for ApiError {
+    type Target = Problem;
+
+    fn deref(&self) -> &Problem {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for ApiError {
+    fn deref_mut(&mut self) -> &mut Problem {
+        &mut self.0
+    }
+}
+
 impl ApiError {
     /// A new error with no detail.
     pub fn new(status: StatusCode, code: &'static str, title: &'static str) -> Self {
-        Self {
+        Self(Box::new(Problem {
             status,
             code,
             title,
@@ -82,7 +101,12 @@ impl ApiError {
             errors: Vec::new(),
             extra: Map::new(),
             headers: Vec::new(),
-        }
+        }))
+    }
+
+    /// Moves the validation errors out.
+    pub fn into_errors(self) -> Vec<FieldError> {
+        self.0.errors
     }
 
     /// Adds an explanation.

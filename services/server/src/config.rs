@@ -310,14 +310,18 @@ mod tests {
 
     #[test]
     fn bad_settings_are_named() {
-        let mut c = Config::default();
-        c.listen = "nope".into();
+        let c = Config {
+            listen: "nope".into(),
+            ..Config::default()
+        };
         assert!(c.validate().unwrap_err().to_string().starts_with("listen:"));
         let mut c = Config::default();
         c.auth.leeway_secs = 31;
         assert!(c.validate().unwrap_err().to_string().contains("leeway"));
-        let mut c = Config::default();
-        c.database_url = "mysql://x".into();
+        let c = Config {
+            database_url: "mysql://x".into(),
+            ..Config::default()
+        };
         assert!(
             c.validate()
                 .unwrap_err()

@@ -30,11 +30,14 @@ struct Series {
 
 type Key = (String, &'static str, u16);
 
+/// (method, status) → series, for one route.
+type ByRoute = HashMap<(&'static str, u16), Arc<Series>>;
+
 /// Request counters and latency histograms.
 #[derive(Default)]
 pub struct Metrics {
     /// route → (method, status) → series.
-    series: RwLock<HashMap<String, HashMap<(&'static str, u16), Arc<Series>>>>,
+    series: RwLock<HashMap<String, ByRoute>>,
 }
 
 fn method_label(m: &axum::http::Method) -> &'static str {

@@ -198,7 +198,7 @@ pub async fn create_tenant(
     }
     let policy = body.policy.unwrap_or_default();
     if let Err(e) = validate_policy(&policy) {
-        errors.extend(e.errors.into_iter().map(|mut f| {
+        errors.extend(e.into_errors().into_iter().map(|mut f| {
             f.pointer = format!("/policy{}", f.pointer);
             f
         }));

@@ -53,8 +53,7 @@ async fn serve_refuses_pending_migrations_when_told_not_to_migrate() {
     cfg.migrate_on_start = false;
     let err = signet_server::serve::open_store(&cfg)
         .await
-        .err()
-        .expect("must refuse");
+        .expect_err("must refuse");
     let msg = format!("{err:#}");
     assert!(msg.contains("pending migration"), "{msg}");
     assert!(msg.contains("signet migrate"), "{msg}");
