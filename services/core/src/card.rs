@@ -389,47 +389,46 @@ pub(crate) enum Mode {
 
 /// Fails with `too_deep` when `v` nests deeper than `max` containers.
 pub fn check_depth(v: &Value, max: usize) -> Result<(), ValidationErrors> {
-    fn walk(v: &Value, depth: usize, max: usize, ptr: &mut Vec<String>) -> bool {
-        let (children, is_container): (Vec<(String, &Value)>, bool) = match v {
-            Value::Array(a) => (
-                a.iter()
-                    .enumerate()
-                    .map(|(i, x)| (i.to_string(), x))
-                    .collect(),
-                true,
-            ),
-            Value::Object(o) => (o.iter().map(|(k, x)| (k.clone(), x)).collect(), true),
-            _ => (Vec::new(), false),
-        };
+    /// Returns the path (innermost first) to the first container that is
+    /// too deep.
+    fn walk(v: &Value, depth: usize, max: usize) -> Option<Vec<String>> {
+        let is_container = matches!(v, Value::Array(_) | Value::Object(_));
         if !is_container {
-            return true;
+            return None;
         }
         if depth + 1 > max {
-            return false;
+            return Some(Vec::new());
         }
-        for (k, child) in children {
-            if matches!(child, Value::Array(_) | Value::Object(_)) {
-                ptr.push(k);
-                if !walk(child, depth + 1, max, ptr) {
-                    return false;
-                }
-                ptr.pop();
-            }
+        match v {
+            Value::Array(a) => a.iter().enumerate().find_map(|(i, x)| {
+                walk(x, depth + 1, max).map(|mut p| {
+                    p.push(i.to_string());
+                    p
+                })
+            }),
+            Value::Object(o) => o.iter().find_map(|(k, x)| {
+                walk(x, depth + 1, max).map(|mut p| {
+                    p.push(k.clone());
+                    p
+                })
+            }),
+            _ => None,
         }
-        true
     }
-    let mut ptr = Vec::new();
-    if walk(v, 0, max, &mut ptr) {
-        Ok(())
-    } else {
-        let pointer = ptr
-            .iter()
-            .fold(String::new(), |acc, t| pointer_push(&acc, t));
-        Err(ValidationErrors::single(
-            pointer,
-            "too_deep",
-            format!("document nests deeper than {max} levels"),
-        ))
+    match walk(v, 0, max) {
+        None => Ok(()),
+        Some(path) => {
+            // The offending container itself is one level above the excess.
+            let pointer = path
+                .iter()
+                .rev()
+                .fold(String::new(), |acc, t| pointer_push(&acc, t));
+            Err(ValidationErrors::single(
+                pointer,
+                "too_deep",
+                format!("document nests deeper than {max} levels"),
+            ))
+        }
     }
 }
 

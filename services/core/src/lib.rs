@@ -18,7 +18,8 @@
 //!
 //! Core must never know about IO, HTTP, SQL, async runtimes (no tokio),
 //! clocks, configuration files or any service crate. Everything here is a
-//! deterministic function of its inputs, and every output is sorted.
+//! deterministic function of its inputs; outputs are sorted or in document
+//! order, never in hash order.
 
 pub mod annotations;
 pub mod card;

@@ -33,7 +33,10 @@ fn json_files(dir: &Path) -> Vec<PathBuf> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
         .unwrap()
         .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "json") && !p.file_name().unwrap().to_string_lossy().starts_with('_'))
+        .filter(|p| {
+            p.extension().is_some_and(|x| x == "json")
+                && !p.file_name().unwrap().to_string_lossy().starts_with('_')
+        })
         .collect();
     files.sort();
     files
@@ -51,13 +54,21 @@ fn github_toolsnaps_each_parse_and_all_together() {
     let mut all = Vec::new();
     for f in &files {
         let tool = load(f);
-        let doc = card_with("io.github.github/github-mcp-server", "1.0.0", json!({"tools": [tool.clone()]}));
+        let doc = card_with(
+            "io.github.github/github-mcp-server",
+            "1.0.0",
+            json!({"tools": [tool.clone()]}),
+        );
         if let Err(e) = ServerCard::from_value(&doc, &Limits::default()) {
             panic!("{}: {e:?}", f.display());
         }
         all.push(tool);
     }
-    let doc = card_with("io.github.github/github-mcp-server", "1.0.0", json!({"tools": all}));
+    let doc = card_with(
+        "io.github.github/github-mcp-server",
+        "1.0.0",
+        json!({"tools": all}),
+    );
     let card = ServerCard::from_value(&doc, &Limits::default()).expect("117-tool signature");
     assert_eq!(card.signature.tools.len(), 117);
     // its worst-case tools/list is within the signature
@@ -72,7 +83,13 @@ fn capture_card(capture: &Value) -> Value {
         .as_str()
         .unwrap()
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '-' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '-'
+            }
+        })
         .collect();
     let mut sig = serde_json::Map::new();
     for key in ["tools", "prompts", "resources", "resourceTemplates"] {
@@ -80,7 +97,11 @@ fn capture_card(capture: &Value) -> Value {
             sig.insert(key.into(), v.clone());
         }
     }
-    card_with(&format!("io.example.captures/{slug}"), info["version"].as_str().unwrap(), Value::Object(sig))
+    card_with(
+        &format!("io.example.captures/{slug}"),
+        info["version"].as_str().unwrap(),
+        Value::Object(sig),
+    )
 }
 
 fn observed(capture: &Value) -> Value {
@@ -102,14 +123,28 @@ fn server_captures_verify_and_detect_escalations() {
     for f in &files {
         let capture = load(f);
         let doc = capture_card(&capture);
-        let card = ServerCard::from_value(&doc, &Limits::default()).unwrap_or_else(|e| panic!("{}: {e:?}", f.display()));
-        assert_eq!(card.signature.tools.len(), capture["tools"].as_array().unwrap().len());
+        let card = ServerCard::from_value(&doc, &Limits::default())
+            .unwrap_or_else(|e| panic!("{}: {e:?}", f.display()));
+        assert_eq!(
+            card.signature.tools.len(),
+            capture["tools"].as_array().unwrap().len()
+        );
 
         // the capture's own lists conform, without even a notice
         let obs = observed(&capture);
         let report = ops::verify(&doc, &obs, Mode::Strict).unwrap();
-        assert!(report.conformant, "{}: {:?}", f.display(), report.violations);
-        assert!(report.notices.is_empty(), "{}: {:?}", f.display(), report.notices);
+        assert!(
+            report.conformant,
+            "{}: {:?}",
+            f.display(),
+            report.violations
+        );
+        assert!(
+            report.notices.is_empty(),
+            "{}: {:?}",
+            f.display(),
+            report.notices
+        );
 
         // an undeclared tool is a less-safe violation
         let mut extra = obs.clone();
@@ -124,7 +159,8 @@ fn server_captures_verify_and_detect_escalations() {
         // flipping destructiveHint false -> true on a writing tool
         let tools = obs["tools"].as_array().unwrap();
         if let Some(i) = tools.iter().position(|t| {
-            t["annotations"]["destructiveHint"] == json!(false) && t["annotations"]["readOnlyHint"] != json!(true)
+            t["annotations"]["destructiveHint"] == json!(false)
+                && t["annotations"]["readOnlyHint"] != json!(true)
         }) {
             flipped_any += 1;
             let mut flipped = obs.clone();
@@ -146,7 +182,10 @@ fn server_captures_verify_and_detect_escalations() {
             assert!(ops::verify(&doc, &subset, Mode::Strict).unwrap().conformant);
         }
     }
-    assert!(flipped_any >= 5, "expected several writing tools among the captures");
+    assert!(
+        flipped_any >= 5,
+        "expected several writing tools among the captures"
+    );
 }
 
 #[test]
@@ -155,15 +194,28 @@ fn registry_examples_dir() {
     let dir = root.join("registry/examples-dir");
     for f in json_files(&dir.join("valid")) {
         let doc = load(&f);
-        let card = ServerCard::from_value(&doc, &Limits::default()).unwrap_or_else(|e| panic!("{}: {e:?}", f.display()));
+        let card = ServerCard::from_value(&doc, &Limits::default())
+            .unwrap_or_else(|e| panic!("{}: {e:?}", f.display()));
         assert_eq!(card.name.as_str(), doc["name"].as_str().unwrap());
     }
     let expected = [
         ("bad-name-pattern.json", "/name", "invalid_server_name"),
-        ("description-too-long.json", "/description", "description_too_long"),
+        (
+            "description-too-long.json",
+            "/description",
+            "description_too_long",
+        ),
         ("missing-name.json", "/name", "missing_field"),
-        ("package-version-latest.json", "/packages/0/version", "invalid_package_version"),
-        ("positional-argument-missing-value.json", "/packages/0/packageArguments/0", "invalid_argument"),
+        (
+            "package-version-latest.json",
+            "/packages/0/version",
+            "invalid_package_version",
+        ),
+        (
+            "positional-argument-missing-value.json",
+            "/packages/0/packageArguments/0",
+            "invalid_argument",
+        ),
     ];
     let files = json_files(&dir.join("invalid"));
     assert_eq!(files.len(), expected.len());
@@ -171,6 +223,10 @@ fn registry_examples_dir() {
         let doc = load(&dir.join("invalid").join(file));
         let e = ServerCard::from_value(&doc, &Limits::default()).unwrap_err();
         assert_eq!(e.errors.len(), 1, "{file}: {e:?}");
-        assert_eq!((e.errors[0].pointer.as_str(), e.errors[0].code), (pointer, code), "{file}");
+        assert_eq!(
+            (e.errors[0].pointer.as_str(), e.errors[0].code),
+            (pointer, code),
+            "{file}"
+        );
     }
 }

@@ -29,6 +29,9 @@ pub enum Command {
     Token(TokenArgs),
     /// Print the OpenAPI document the server serves.
     Openapi(OpenapiArgs),
+    /// Work with signature documents offline (digest, reduce, verify, diff).
+    #[command(subcommand)]
+    Signature(crate::signature_cmd::SignatureCommand),
 }
 
 /// Where the database is.
@@ -107,6 +110,9 @@ pub async fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Migrate(args) => migrate(args).await,
         Command::Token(args) => token(args, &mut std::io::stdout()),
         Command::Openapi(args) => openapi(args, &mut std::io::stdout()),
+        Command::Signature(cmd) => {
+            crate::signature_cmd::run(cmd, &mut std::io::stdout(), &mut std::io::stderr())
+        }
     }
 }
 
@@ -116,7 +122,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<i32> {
     flags.services = args.services.clone();
     flags.dev = args.dev.then_some(true);
     let cfg = Config::load(args.db.config.as_deref(), &flags)?;
-    crate::telemetry::init(&cfg.log_format);
+    let telemetry = crate::telemetry::init(&cfg)?;
     let db = match cfg.backend()? {
         crate::config::Backend::Sqlite(u) => u,
         crate::config::Backend::Postgres(u) => redact_url(&u),
@@ -174,13 +180,15 @@ async fn serve(args: ServeArgs) -> anyhow::Result<i32> {
     out.flush()?;
     drop(out);
     running.wait().await?;
+    // Export the last spans and metrics before exiting.
+    tokio::task::spawn_blocking(move || telemetry.shutdown()).await?;
     eprintln!("Signet stopped.");
     Ok(0)
 }
 
 async fn migrate(args: DbArgs) -> anyhow::Result<i32> {
     let cfg = Config::load(args.config.as_deref(), &args.overrides())?;
-    crate::telemetry::init(&cfg.log_format);
+    let _telemetry = crate::telemetry::init(&cfg)?;
     let store = crate::store::Store::open(&cfg).await?;
     let pending = store.pending_migrations().await?;
     if pending.is_empty() {

@@ -11,5 +11,6 @@ pub mod config;
 pub mod devkeys;
 pub mod metrics;
 pub mod serve;
+pub mod signature_cmd;
 pub mod store;
 pub mod telemetry;

@@ -5,6 +5,8 @@ mod auth;
 mod cli;
 mod input;
 mod ops;
+mod repo;
+mod signature_cli;
 mod smoke;
 mod storage;
 mod tenants;

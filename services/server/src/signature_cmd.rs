@@ -1,0 +1,146 @@
+//! `signet signature digest|reduce|verify|diff`: the core semantics offline,
+//! for CI pipelines. Output is JSON on stdout in the same shapes as the HTTP
+//! API. Exit codes: 0 success, 1 not conformant (`verify` under a mode that
+//! fails), 2 unreadable or invalid input (with a one-line reason on stderr
+//! and, for invalid documents, `{"errors": [...]}` on stdout).
+
+use std::io::{Read as _, Write};
+use std::path::{Path, PathBuf};
+
+use anyhow::Context as _;
+use clap::{Args, Subcommand};
+use serde::Serialize;
+use serde_json::Value;
+use signet_core::Mode;
+use signet_core::error::ValidationErrors;
+
+/// `signet signature ...`.
+#[derive(Debug, Clone, Subcommand)]
+pub enum SignatureCommand {
+    /// Print the canonical digest (sha256:<hex>) of a server card with its signature.
+    Digest(OneFile),
+    /// Print the worst-case `tools/list` view ({"tools": [...]}) of a server card.
+    Reduce(OneFile),
+    /// Check an observed document (a tools/list result, or any of tools/prompts/resources/resourceTemplates) against a signature; exit 1 when not conformant.
+    Verify(VerifyArgs),
+    /// Print the capability diff between two versions of a server card.
+    Diff(DiffArgs),
+}
+
+/// One input file.
+#[derive(Debug, Clone, Args)]
+pub struct OneFile {
+    /// The server card (the document one publishes); `-` reads stdin.
+    pub file: PathBuf,
+}
+
+/// `verify` arguments.
+#[derive(Debug, Clone, Args)]
+pub struct VerifyArgs {
+    /// The server card with its signature; `-` reads stdin.
+    pub signature: PathBuf,
+    /// What a client observed (tools/list result or {tools, prompts, resources, resourceTemplates}).
+    pub observed: PathBuf,
+    /// strict, permissive (default) or advisory. Exit 1 on violations unless advisory.
+    #[arg(long, default_value = "permissive")]
+    pub mode: String,
+}
+
+/// `diff` arguments.
+#[derive(Debug, Clone, Args)]
+pub struct DiffArgs {
+    /// The older server card.
+    pub old: PathBuf,
+    /// The newer server card.
+    pub new: PathBuf,
+}
+
+/// Why a `signature` command failed before producing its result.
+#[derive(Debug)]
+pub enum Failure {
+    /// The input could not be read or parsed (one-line reason).
+    Input(String),
+    /// The document is not a valid server card / observation.
+    Invalid(ValidationErrors),
+}
+
+fn read_json(path: &Path) -> Result<Value, Failure> {
+    let bytes = if path == Path::new("-") {
+        let mut buf = Vec::new();
+        std::io::stdin()
+            .read_to_end(&mut buf)
+            .map_err(|e| Failure::Input(format!("cannot read stdin: {e}")))?;
+        buf
+    } else {
+        std::fs::read(path)
+            .map_err(|e| Failure::Input(format!("cannot read {}: {e}", path.display())))?
+    };
+    signet_core::json::parse_strict(&bytes, signet_core::json::DEFAULT_MAX_DEPTH)
+        .map_err(|e| Failure::Input(format!("{} is not acceptable JSON: {e}", path.display())))
+}
+
+fn pretty<T: Serialize>(out: &mut dyn Write, value: &T) -> anyhow::Result<()> {
+    serde_json::to_writer_pretty(&mut *out, value)?;
+    writeln!(out)?;
+    Ok(())
+}
+
+/// Runs one command, writing JSON to `out`; returns the exit code.
+pub fn run(cmd: SignatureCommand, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Result<i32> {
+    let result: Result<i32, Failure> = (|| match cmd {
+        SignatureCommand::Digest(a) => {
+            let doc = read_json(&a.file)?;
+            let report = signet_core::ops::digest_document(&doc).map_err(Failure::Invalid)?;
+            pretty(out, &report).map_err(|e| Failure::Input(e.to_string()))?;
+            Ok(0)
+        }
+        SignatureCommand::Reduce(a) => {
+            let doc = read_json(&a.file)?;
+            let tools = signet_core::ops::reduce_document(&doc).map_err(Failure::Invalid)?;
+            pretty(out, &tools).map_err(|e| Failure::Input(e.to_string()))?;
+            Ok(0)
+        }
+        SignatureCommand::Verify(a) => {
+            let mode: Mode = a.mode.parse().map_err(|_| {
+                Failure::Input(format!(
+                    "--mode {:?}: use strict, permissive or advisory",
+                    a.mode
+                ))
+            })?;
+            let sig = read_json(&a.signature)?;
+            let observed = read_json(&a.observed)?;
+            let report =
+                signet_core::ops::verify(&sig, &observed, mode).map_err(Failure::Invalid)?;
+            pretty(out, &report).map_err(|e| Failure::Input(e.to_string()))?;
+            Ok(if report.fails() { 1 } else { 0 })
+        }
+        SignatureCommand::Diff(a) => {
+            let old = read_json(&a.old)?;
+            let new = read_json(&a.new)?;
+            let diff = signet_core::ops::diff(&old, &new).map_err(Failure::Invalid)?;
+            pretty(out, &diff).map_err(|e| Failure::Input(e.to_string()))?;
+            Ok(0)
+        }
+    })();
+    match result {
+        Ok(code) => Ok(code),
+        Err(Failure::Input(reason)) => {
+            writeln!(err, "signet: {reason}").context("writing stderr")?;
+            Ok(2)
+        }
+        Err(Failure::Invalid(errors)) => {
+            pretty(out, &errors)?;
+            let first = errors
+                .errors
+                .first()
+                .map(|e| format!("{} at {:?}", e.message, e.pointer))
+                .unwrap_or_default();
+            writeln!(
+                err,
+                "signet: invalid document: {} error(s); first: {first}",
+                errors.errors.len()
+            )?;
+            Ok(2)
+        }
+    }
+}
