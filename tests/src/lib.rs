@@ -281,8 +281,10 @@ impl TestApp {
             .await
             .expect("open store");
         let authn = Arc::new(Authenticator::new(issuers, cfg.auth.leeway_secs));
+        let keyring = Arc::new(signet_registry::keys::Keyring::new(&[42u8; 32]).expect("keyring"));
         let router = app::build(AppContext {
             tenants: store.tenants(),
+            registry: signet_server::registry_wiring::registry_state(&store, keyring),
             authn: authn.clone(),
             metrics: Arc::new(Metrics::default()),
             body_limit: cfg.body_limit_bytes,

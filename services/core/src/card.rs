@@ -20,7 +20,7 @@
 //! | document | nesting ≤ [`Limits::max_depth`] | `too_deep` |
 //! | `/name` | required; registry server name ([`ServerName`]) | `missing_field`, `invalid_server_name` |
 //! | `/version` | required; exact SemVer, no `latest`, no ranges, no build metadata ([`Version`]) | `missing_field`, `invalid_version` |
-//! | `/description` | string, ≤ [`Limits::max_card_description_chars`] | `invalid_field`, `description_too_long` |
+//! | `/description` | non-empty string, ≤ [`Limits::max_card_description_chars`] | `invalid_field`, `description_empty`, `description_too_long` |
 //! | `/title` | string of 1–100 characters | `invalid_field` |
 //! | `/websiteUrl`, `/repository/url`, `/remotes/i/url` | `http(s)://` URL | `invalid_url` |
 //! | `/packages/i/version` | non-empty, not `latest` | `invalid_package_version` |
@@ -272,6 +272,14 @@ impl ServerCard {
             }
         };
         let description = opt_string(obj, "description", "", &mut errors);
+        if description.as_deref().is_some_and(|d| d.trim().is_empty()) {
+            // As the official registry's server.json schema (minLength 1).
+            errors.push(
+                "/description",
+                "description_empty",
+                "description must not be empty when present",
+            );
+        }
         if let Some(d) = &description
             && d.chars().count() > limits.max_card_description_chars
         {

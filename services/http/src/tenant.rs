@@ -86,6 +86,8 @@ impl<S: Send + Sync> FromRequestParts<S> for TenantScope {
         if !admitted {
             return Err(tenant_not_found());
         }
+        // The request span (opened by the server's edge) carries the tenant.
+        tracing::Span::current().record("tenant.id", tenant.as_str());
         Ok(TenantScope { tenant, principal })
     }
 }

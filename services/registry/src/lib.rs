@@ -1,4 +1,21 @@
-//! signet-registry: the registry service: publishing immutable capability signatures, review and trust, cards, diff, verify, attestations. Its store trait and routes arrive with the registry issue; today the crate only reserves its place in the dependency graph.
+//! signet-registry: the registry service.
+//!
+//! It owns publishing immutable capability signatures (SEP-2091), their
+//! review and lifecycle, the read views (record, document, worst-case
+//! `tools/list`, card), diff and verify on top of `signet-core`, signed
+//! attestations, and import of official-registry `server.json` documents. It
+//! declares the [`RegistryStore`] trait (implemented by the store crates) and
+//! the [`PolicySource`] trait (implemented by the server over the tenancy
+//! store).
 //!
 //! Like every service crate it may depend on `signet-core` and `signet-http`,
 //! never on another service crate and never on SQL.
+
+pub mod index;
+pub mod keys;
+pub mod model;
+pub mod routes;
+pub mod store;
+
+pub use routes::{PolicySource, RegistryPolicy, RegistryState, router};
+pub use store::{RegistryStore, RegistryStoreError};

@@ -28,6 +28,8 @@ use crate::metrics::Metrics;
 pub struct AppContext {
     /// Tenants, policies, audit.
     pub tenants: Arc<dyn TenantStore>,
+    /// The registry service.
+    pub registry: signet_registry::RegistryState,
     /// Token verification.
     pub authn: Arc<Authenticator>,
     /// Request metrics.
@@ -52,6 +54,7 @@ in dev mode `signet serve` prints ready-made tokens.",
     tags(
         (name = "operations", description = "Health, readiness, metrics"),
         (name = "tenants", description = "Tenants, policies and the audit log"),
+        (name = "registry", description = "Capability signatures: publish, review, read, diff, verify, attest"),
     )
 )]
 struct ApiDoc;
@@ -93,6 +96,7 @@ pub fn openapi() -> utoipa::openapi::OpenApi {
     let mut doc = ApiDoc::openapi();
     doc.merge(ops_router().into_openapi());
     doc.merge(signet_tenancy::router().into_openapi());
+    doc.merge(signet_registry::router().into_openapi());
     doc
 }
 
@@ -177,6 +181,10 @@ pub fn build(ctx: AppContext) -> Router {
         .with_state(TenancyState {
             store: ctx.tenants.clone(),
         });
+    let registry = signet_registry::router()
+        .split_for_parts()
+        .0
+        .with_state(ctx.registry.clone());
     let docs: Router = SwaggerUi::new("/docs")
         .url("/openapi.json", openapi())
         .config(SwaggerConfig::default().validator_url("none"))
@@ -184,6 +192,7 @@ pub fn build(ctx: AppContext) -> Router {
     Router::new()
         .merge(ops)
         .merge(tenancy)
+        .merge(registry)
         .merge(docs)
         .fallback(fallback)
         .layer(TimeoutLayer::with_status_code(
@@ -276,7 +285,14 @@ async fn edge(State(metrics): State<Arc<Metrics>>, mut req: Request, next: Next)
         http.route = %route,
         request.id = %rid_str,
         http.status = tracing::field::Empty,
+        tenant.id = tracing::field::Empty,
+        trace.id = tracing::field::Empty,
+        otel.name = tracing::field::Empty,
+        otel.kind = tracing::field::Empty,
+        otel.status_code = tracing::field::Empty,
     );
+    // W3C traceparent: join the caller's trace; records `trace.id`.
+    crate::telemetry::link_request_span(&span, req.headers(), &method, &route);
     let mut resp = next.run(req).instrument(span.clone()).await;
     let status = resp.status();
     if let Some(RenderedProblem(err)) = resp.extensions_mut().remove::<RenderedProblem>() {
@@ -294,6 +310,9 @@ async fn edge(State(metrics): State<Arc<Metrics>>, mut req: Request, next: Next)
     let elapsed = start.elapsed();
     let status = resp.status();
     span.record("http.status", status.as_u16());
+    if status.is_server_error() {
+        span.record("otel.status_code", "error");
+    }
     metrics.record(&route, &method, status.as_u16(), elapsed);
     let duration_ms = elapsed.as_secs_f64() * 1000.0;
     if status.is_server_error() {

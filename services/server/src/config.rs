@@ -35,6 +35,10 @@ pub struct Config {
     pub shutdown_grace_secs: u64,
     /// `text` or `json`.
     pub log_format: String,
+    /// 32 random bytes, base64: seals the tenants' attestation keys at rest.
+    /// Required outside dev mode (dev mode keeps one in the data directory).
+    #[serde(default, skip_serializing)]
+    pub encryption_key: Option<String>,
     /// Token verification.
     pub auth: AuthConfig,
     /// PostgreSQL pool.
@@ -156,6 +160,7 @@ impl Default for Config {
             request_timeout_secs: 30,
             shutdown_grace_secs: 20,
             log_format: "text".into(),
+            encryption_key: None,
             auth: AuthConfig {
                 leeway_secs: 30,
                 jwks_min_refetch_secs: 60,

@@ -121,7 +121,8 @@ impl DevKey {
     }
 }
 
-fn write_private(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+/// Writes a new file readable only by its owner (mode 0600 on Unix).
+pub fn write_private(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
     let mut opts = std::fs::OpenOptions::new();
     opts.write(true).create_new(true);
     #[cfg(unix)]

@@ -10,6 +10,7 @@ pub mod cli;
 pub mod config;
 pub mod devkeys;
 pub mod metrics;
+pub mod registry_wiring;
 pub mod serve;
 pub mod signature_cmd;
 pub mod store;

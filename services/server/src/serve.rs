@@ -148,8 +148,10 @@ pub async fn start(cfg: Config, listener: Option<TcpListener>) -> anyhow::Result
         Some(key) => Some(ensure_dev_tenant(&store, key).await?),
         None => None,
     };
+    let keyring = Arc::new(crate::registry_wiring::keyring(&cfg)?);
     let ctx = AppContext {
         tenants: store.tenants(),
+        registry: crate::registry_wiring::registry_state(&store, keyring),
         authn,
         metrics: Arc::new(Metrics::default()),
         body_limit: cfg.body_limit_bytes,

@@ -66,6 +66,14 @@ impl Store {
         }
     }
 
+    /// The registry store.
+    pub fn registry(&self) -> Arc<dyn signet_registry::RegistryStore> {
+        match self {
+            Store::Sqlite(s) => Arc::new(s.clone()),
+            Store::Postgres(s) => Arc::new(s.clone()),
+        }
+    }
+
     /// Applies pending migrations.
     pub async fn migrate(&self) -> anyhow::Result<()> {
         match self {

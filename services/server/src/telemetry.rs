@@ -462,6 +462,7 @@ impl Telemetry {
                     .with_location(false)
                     .with_threads(false)
                     .with_level(false)
+                    .with_tracked_inactivity(false)
                     .with_filter(filter)
                     .boxed(),
             );

@@ -19,6 +19,8 @@ use signet_tenancy::{StoreError, TenantStore};
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{PgPool, Row};
 
+pub mod registry;
+
 /// The embedded migrations (`migrations/postgres`).
 pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations/postgres");
 
@@ -49,7 +51,7 @@ pub struct PgStore {
     pool: PgPool,
 }
 
-fn err(e: sqlx::Error) -> StoreError {
+pub(crate) fn err(e: sqlx::Error) -> StoreError {
     match &e {
         sqlx::Error::Database(db) if db.is_unique_violation() => {
             StoreError::Conflict(db.message().to_owned())
@@ -121,7 +123,7 @@ impl PgStore {
     }
 }
 
-async fn insert_audit(
+pub(crate) async fn insert_audit(
     tx: &mut sqlx::PgConnection,
     tenant: &TenantId,
     e: &NewAuditEvent,
@@ -363,5 +365,63 @@ impl TenantStore for PgStore {
             .await
             .map_err(err)?;
         Ok(())
+    }
+}
+
+impl PgStore {
+    /// Listens for registry changes committed by any replica and calls
+    /// `on_change(tenant, server_key)` for each; calls `on_gap()` whenever
+    /// notifications may have been missed (the connection dropped), so the
+    /// caller can drop everything it cached. Runs until the pool closes.
+    pub fn spawn_change_listener(
+        &self,
+        on_change: impl Fn(&str, &str) + Send + Sync + 'static,
+        on_gap: impl Fn() + Send + Sync + 'static,
+    ) -> tokio::task::JoinHandle<()> {
+        let pool = self.pool.clone();
+        tokio::spawn(async move {
+            loop {
+                if pool.is_closed() {
+                    return;
+                }
+                let mut listener = match sqlx::postgres::PgListener::connect_with(&pool).await {
+                    Ok(l) => l,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "registry change listener cannot connect; retrying");
+                        tokio::time::sleep(Duration::from_secs(1)).await;
+                        continue;
+                    }
+                };
+                if let Err(e) = listener.listen(registry::REGISTRY_CHANNEL).await {
+                    tracing::warn!(error = %e, "LISTEN failed; retrying");
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                    continue;
+                }
+                // Anything cached before LISTEN took effect may be stale.
+                on_gap();
+                loop {
+                    match listener.try_recv().await {
+                        Ok(Some(n)) => {
+                            if let Some((tenant, server)) = n.payload().split_once('\t') {
+                                on_change(tenant, server);
+                            }
+                        }
+                        Ok(None) => {
+                            // The connection was lost and re-established.
+                            on_gap();
+                        }
+                        Err(e) => {
+                            if pool.is_closed() {
+                                return;
+                            }
+                            tracing::warn!(error = %e, "registry change listener failed; reconnecting");
+                            on_gap();
+                            tokio::time::sleep(Duration::from_secs(1)).await;
+                            break;
+                        }
+                    }
+                }
+            }
+        })
     }
 }

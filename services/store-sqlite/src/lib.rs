@@ -21,6 +21,8 @@ use signet_tenancy::{StoreError, TenantStore};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::{Row, SqlitePool};
 
+mod registry;
+
 /// The embedded migrations (`migrations/sqlite`).
 pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations/sqlite");
 
@@ -30,7 +32,7 @@ pub struct SqliteStore {
     pool: SqlitePool,
 }
 
-fn err(e: sqlx::Error) -> StoreError {
+pub(crate) fn err(e: sqlx::Error) -> StoreError {
     match &e {
         sqlx::Error::Database(db) if db.is_unique_violation() => {
             StoreError::Conflict(db.message().to_owned())
@@ -113,7 +115,7 @@ impl SqliteStore {
     }
 }
 
-async fn insert_audit(
+pub(crate) async fn insert_audit(
     tx: &mut sqlx::SqliteConnection,
     tenant: &TenantId,
     e: &NewAuditEvent,

@@ -1,0 +1,84 @@
+{{/* Chart name. */}}
+{{- define "signet.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* Fully qualified app name (release-based). */}}
+{{- define "signet.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- define "signet.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* Common labels. */}}
+{{- define "signet.labels" -}}
+helm.sh/chart: {{ include "signet.chart" . }}
+{{ include "signet.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: signet
+{{- end }}
+
+{{- define "signet.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "signet.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{- define "signet.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "signet.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- default "default" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{- define "signet.image" -}}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
+{{- end }}
+
+{{/* The Secret holding database-url and encryption-key. */}}
+{{- define "signet.secretName" -}}
+{{- default (printf "%s-secrets" (include "signet.fullname" .)) .Values.secrets.existingSecret }}
+{{- end }}
+
+{{/*
+The Deployments to render, as JSON {"roles": [...]}: one combined
+Deployment, or one per role in split mode. Each role carries its resource
+name, component label, --services value, replicas, resources and autoscaling.
+*/}}
+{{- define "signet.roles" -}}
+{{- $full := include "signet.fullname" . -}}
+{{- $base := dict "replicaCount" .Values.replicaCount "resources" .Values.resources "autoscaling" .Values.autoscaling -}}
+{{- $roles := list -}}
+{{- if eq .Values.mode "split" -}}
+{{- range $r := list "registry" "resolve" "scope" -}}
+{{- $over := index $.Values.roles $r | default dict -}}
+{{- $roles = append $roles (dict "name" (printf "%s-%s" $full $r) "component" $r "services" $r "replicaCount" (default $base.replicaCount $over.replicaCount) "resources" (default $base.resources $over.resources) "autoscaling" (merge (deepCopy (default dict $over.autoscaling)) $base.autoscaling)) -}}
+{{- end -}}
+{{- else if eq .Values.mode "combined" -}}
+{{- $roles = append $roles (dict "name" $full "component" "server" "services" "registry,resolve,scope" "replicaCount" $base.replicaCount "resources" $base.resources "autoscaling" $base.autoscaling) -}}
+{{- else -}}
+{{- fail (printf "mode must be \"combined\" or \"split\", not %q" .Values.mode) -}}
+{{- end -}}
+{{- dict "roles" $roles | toJson -}}
+{{- end }}
+
+{{/* Environment shared by the servers and the migration Job. */}}
+{{- define "signet.secretEnv" -}}
+- name: SIGNET_DATABASE_URL
+  valueFrom:
+    secretKeyRef:
+      name: {{ include "signet.secretName" . }}
+      key: {{ .Values.secrets.databaseUrlKey }}
+{{- end }}

@@ -1,0 +1,113 @@
+//! The registry's storage contract.
+
+use async_trait::async_trait;
+use signet_core::ids::TenantId;
+
+use crate::model::{
+    NewVersion, PublishOutcome, Review, ServerRow, Status, StatusChange, StoredKey, StoredVersion,
+    VersionMeta,
+};
+
+/// Store failures.
+#[derive(Debug, thiserror::Error)]
+pub enum RegistryStoreError {
+    /// The tenant does not exist.
+    #[error("tenant not found")]
+    TenantNotFound,
+    /// The addressed version does not exist.
+    #[error("not found")]
+    NotFound,
+    /// The status changed since it was read (compare-and-set failed).
+    #[error("status changed concurrently")]
+    Stale,
+    /// The database could not be reached or timed out.
+    #[error("database unavailable: {0}")]
+    Unavailable(String),
+    /// Anything else.
+    #[error("database error: {0}")]
+    Other(String),
+}
+
+/// Filters for listing servers.
+#[derive(Debug, Clone, Default)]
+pub struct ServerQuery {
+    /// Case-insensitive substring of name, title or description.
+    pub q: Option<String>,
+    /// Only servers with at least one version in this status.
+    pub status: Option<Status>,
+    /// Server key to start after (exclusive).
+    pub after: Option<String>,
+    /// Page size.
+    pub limit: u32,
+}
+
+/// Servers, immutable versions, their status and reviews, attestation keys.
+///
+/// Every method takes the tenant first. Implementations keep the document
+/// and digest immutable (database triggers) and append an audit event in the
+/// same transaction as every change.
+#[async_trait]
+pub trait RegistryStore: Send + Sync + 'static {
+    /// Stores a new version (and its server row), or reports the existing one.
+    /// Concurrent publishes of one version: exactly one `Created`.
+    async fn publish(
+        &self,
+        tenant: &TenantId,
+        v: &NewVersion<'_>,
+    ) -> Result<PublishOutcome, RegistryStoreError>;
+
+    /// One version with its document.
+    async fn version(
+        &self,
+        tenant: &TenantId,
+        server_key: &str,
+        version: &str,
+    ) -> Result<Option<StoredVersion>, RegistryStoreError>;
+
+    /// All versions of a server (no documents), in no particular order.
+    async fn versions(
+        &self,
+        tenant: &TenantId,
+        server_key: &str,
+    ) -> Result<Vec<VersionMeta>, RegistryStoreError>;
+
+    /// One server row.
+    async fn server(
+        &self,
+        tenant: &TenantId,
+        server_key: &str,
+    ) -> Result<Option<ServerRow>, RegistryStoreError>;
+
+    /// A page of servers ordered by key.
+    async fn servers(
+        &self,
+        tenant: &TenantId,
+        query: &ServerQuery,
+    ) -> Result<Vec<(String, ServerRow)>, RegistryStoreError>;
+
+    /// Applies a status change if the revision still matches (else `Stale`),
+    /// records the review (for approve/reject) and the audit event.
+    async fn change_status(
+        &self,
+        tenant: &TenantId,
+        change: &StatusChange<'_>,
+    ) -> Result<(), RegistryStoreError>;
+
+    /// Review history of a version, oldest first.
+    async fn reviews(
+        &self,
+        tenant: &TenantId,
+        server_key: &str,
+        version: &str,
+    ) -> Result<Vec<Review>, RegistryStoreError>;
+
+    /// The tenant's attestation key, if created.
+    async fn tenant_key(&self, tenant: &TenantId) -> Result<Option<StoredKey>, RegistryStoreError>;
+
+    /// Stores the tenant's key unless one exists; returns the one stored.
+    async fn insert_tenant_key(
+        &self,
+        tenant: &TenantId,
+        key: &StoredKey,
+    ) -> Result<StoredKey, RegistryStoreError>;
+}

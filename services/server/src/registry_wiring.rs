@@ -1,0 +1,109 @@
+//! Wiring of the registry service: its policy source over the tenancy
+//! store, the attestation keyring, and cross-replica index invalidation.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use anyhow::{Context as _, bail};
+use async_trait::async_trait;
+use signet_core::Mode;
+use signet_core::card::Limits;
+use signet_core::ids::TenantId;
+use signet_registry::index::EtagIndex;
+use signet_registry::keys::Keyring;
+use signet_registry::{PolicySource, RegistryPolicy, RegistryState, RegistryStoreError};
+use signet_tenancy::{EnforcementMode, StoreError, TenantStore};
+
+use crate::config::Config;
+use crate::store::Store;
+
+/// The registry's view of tenant policies, read from the tenancy store.
+pub struct TenancyPolicies(pub Arc<dyn TenantStore>);
+
+fn mode(m: EnforcementMode) -> Mode {
+    match m {
+        EnforcementMode::Strict => Mode::Strict,
+        EnforcementMode::Permissive => Mode::Permissive,
+        EnforcementMode::Advisory => Mode::Advisory,
+    }
+}
+
+#[async_trait]
+impl PolicySource for TenancyPolicies {
+    async fn registry_policy(
+        &self,
+        tenant: &TenantId,
+        server_key: &str,
+    ) -> Result<Option<RegistryPolicy>, RegistryStoreError> {
+        let rec = self.0.policy(tenant).await.map_err(|e| match e {
+            StoreError::Unavailable(m) => RegistryStoreError::Unavailable(m),
+            other => RegistryStoreError::Other(other.to_string()),
+        })?;
+        Ok(rec.map(|r| {
+            // Server names compare case-insensitively (their canonical form).
+            let server_mode = r
+                .policy
+                .overrides
+                .servers
+                .iter()
+                .find(|(name, _)| name.to_ascii_lowercase() == server_key)
+                .and_then(|(_, o)| o.enforcement_mode);
+            RegistryPolicy {
+                approval_required: r.policy.approval_required,
+                mode: mode(server_mode.unwrap_or(r.policy.enforcement_mode)),
+            }
+        }))
+    }
+}
+
+const KEY_FILE: &str = "encryption-key";
+
+/// The keyring from `encryption_key`, or in dev mode from (or into) the
+/// data directory.
+pub fn keyring(cfg: &Config) -> anyhow::Result<Keyring> {
+    if let Some(k) = &cfg.encryption_key {
+        return Keyring::from_base64(k).context("encryption_key");
+    }
+    if !cfg.dev_mode() {
+        bail!(
+            "encryption_key is required outside dev mode (32 random bytes, base64; for example `openssl rand -base64 32`); it seals the tenants' attestation keys"
+        );
+    }
+    load_or_create_key_file(&cfg.data_dir)
+}
+
+fn load_or_create_key_file(dir: &Path) -> anyhow::Result<Keyring> {
+    let path = dir.join(KEY_FILE);
+    if path.exists() {
+        let text = std::fs::read_to_string(&path)
+            .with_context(|| format!("reading {}", path.display()))?;
+        return Keyring::from_base64(&text).with_context(|| format!("{}", path.display()));
+    }
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let text = Keyring::generate_base64()?;
+    crate::devkeys::write_private(&path, text.as_bytes())?;
+    Ok(Keyring::from_base64(&text)?)
+}
+
+/// The registry's state over `store`.
+pub fn registry_state(store: &Store, keyring: Arc<Keyring>) -> RegistryState {
+    let index = Arc::new(EtagIndex::default());
+    if let Store::Postgres(pg) = store {
+        let (a, b) = (index.clone(), index.clone());
+        pg.spawn_change_listener(
+            move |tenant, server| {
+                if let Ok(t) = TenantId::parse(tenant) {
+                    a.evict(&t, server);
+                }
+            },
+            move || b.clear(),
+        );
+    }
+    RegistryState {
+        store: store.registry(),
+        policies: Arc::new(TenancyPolicies(store.tenants())),
+        keyring,
+        index,
+        limits: Limits::default(),
+    }
+}
