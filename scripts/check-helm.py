@@ -1,0 +1,258 @@
+#!/usr/bin/env python3
+"""Lint, render and validate the Helm chart offline.
+
+For each value set in helm/signet/ci/*-values.yaml (default, split roles with
+HPA, minimal): `helm lint --strict` and `helm template` through the PyPI
+package helm-python-sdk (Helm's Go SDK, no `helm` binary), validation of
+every rendered object against the Kubernetes JSON schemas with
+kubernetes-validate (strict: unknown fields fail), and the chart's own
+rules: probes on /healthz and /readyz, non-root and read-only containers,
+the migration Job as a pre-install/pre-upgrade hook running `signet migrate`,
+secrets referenced (never literal env values, never rendered from the chart's
+defaults), consistent selectors, and the expected objects per value set.
+A few bad value sets must fail to render.
+
+Usage: python3 scripts/check-helm.py [REPO_ROOT]
+Needs: pip install helm-python-sdk kubernetes-validate pyyaml
+"""
+
+import pathlib
+import sys
+
+import helm_python as helm
+import kubernetes_validate
+import yaml
+
+ROOT = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else pathlib.Path(__file__).parent.parent)
+CHART = ROOT / "helm" / "signet"
+KUBE_VERSION = "1.30.0"
+# Kinds whose schemas are not in kubernetes-validate (CRDs); checked by hand.
+CRD_KINDS = {"ServiceMonitor"}
+SECRET_ENV = {"SIGNET_DATABASE_URL", "SIGNET_ENCRYPTION_KEY"}
+
+# value set -> expected object counts by kind (None: not checked)
+EXPECT = {
+    "default": {"Deployment": 1, "Service": 1, "HorizontalPodAutoscaler": 0,
+                "PodDisruptionBudget": 1, "Job": 1, "Secret": 0, "ServiceMonitor": 0},
+    "split-hpa": {"Deployment": 3, "Service": 3, "HorizontalPodAutoscaler": 3,
+                  "PodDisruptionBudget": 3, "Job": 1, "Secret": 0, "ServiceMonitor": 1},
+    "minimal": {"Deployment": 1, "Service": 1, "HorizontalPodAutoscaler": 0,
+                "PodDisruptionBudget": 0, "Job": 1, "Secret": 1, "ServiceMonitor": 0},
+}
+# Value sets that must be refused at render time, and a word the error must contain.
+MUST_FAIL = [
+    ({"mode": "sideways"}, "mode"),
+    ({"secrets": {"create": True}}, "databaseUrl"),
+    ({"secrets": {"create": True, "existingSecret": "x", "databaseUrl": "postgres://a@b/c",
+                  "encryptionKey": "k"}}, "exclusive"),
+]
+
+errors = []
+
+
+def fail(where, msg):
+    errors.append(f"{where}: {msg}")
+
+
+def strings(v):
+    """Every non-empty string leaf of a values tree."""
+    if isinstance(v, dict):
+        for x in v.values():
+            yield from strings(x)
+    elif isinstance(v, list):
+        for x in v:
+            yield from strings(x)
+    elif isinstance(v, str) and v:
+        yield v
+
+
+def render(values):
+    chart = helm.Chart.load(str(CHART))
+    out = chart.render(values, name="signet", namespace="signet", is_install=True)
+    docs = []
+    for path, text in sorted(out.items()):
+        if path.endswith("NOTES.txt"):
+            continue
+        for d in yaml.safe_load_all(text):
+            if d:
+                docs.append((path, d))
+    return docs
+
+
+def pod_labels(dep):
+    return dep["spec"]["template"]["metadata"].get("labels", {})
+
+
+def selects(selector, labels):
+    return bool(selector) and all(labels.get(k) == v for k, v in selector.items())
+
+
+def check_pod(where, spec, is_job):
+    psc = spec.get("securityContext") or {}
+    if psc.get("runAsNonRoot") is not True or psc.get("runAsUser", 0) == 0:
+        fail(where, "pod must run as a non-root user (runAsNonRoot, runAsUser != 0)")
+    if spec.get("automountServiceAccountToken") is not False:
+        fail(where, "automountServiceAccountToken must be false (Signet never calls the API server)")
+    for c in spec.get("containers", []):
+        cw = f"{where}/{c['name']}"
+        sc = c.get("securityContext") or {}
+        if sc.get("allowPrivilegeEscalation") is not False:
+            fail(cw, "allowPrivilegeEscalation must be false")
+        if sc.get("readOnlyRootFilesystem") is not True:
+            fail(cw, "readOnlyRootFilesystem must be true")
+        if "ALL" not in ((sc.get("capabilities") or {}).get("drop") or []):
+            fail(cw, "capabilities must drop ALL")
+        if not (c.get("resources") or {}).get("requests"):
+            fail(cw, "resource requests missing")
+        if (c.get("resources") or {}).get("limits", {}).get("memory") is None:
+            fail(cw, "memory limit missing")
+        for e in c.get("env", []):
+            if e["name"] in SECRET_ENV and ("value" in e or "secretKeyRef" not in e.get("valueFrom", {})):
+                fail(cw, f"{e['name']} must come from a Secret (secretKeyRef), never a literal")
+        if is_job:
+            continue
+        lp = ((c.get("livenessProbe") or {}).get("httpGet") or {}).get("path")
+        rp = ((c.get("readinessProbe") or {}).get("httpGet") or {}).get("path")
+        if lp != "/healthz":
+            fail(cw, f"liveness probe must GET /healthz (got {lp})")
+        if rp != "/readyz":
+            fail(cw, f"readiness probe must GET /readyz (got {rp})")
+        if c.get("args", [None])[0] != "serve":
+            fail(cw, "must run `signet serve`")
+
+
+def check_set(name, values, defaults):
+    where = f"[{name}]"
+    report = helm.lint(str(CHART), values, strict=True, namespace="signet",
+                       kube_version=f"v{KUBE_VERSION}")
+    for m in report.get("messages", []):
+        if m.get("severity", 0) >= 2:
+            fail(where, f"helm lint: {m.get('path')}: {m.get('error')}")
+    for e in report.get("errors", []):
+        fail(where, f"helm lint: {e}")
+    docs = render(values)
+    by_kind = {}
+    for path, d in docs:
+        by_kind.setdefault(d.get("kind"), []).append(d)
+        ow = f"{where} {d.get('kind')}/{d.get('metadata', {}).get('name')}"
+        if d.get("kind") in CRD_KINDS:
+            if d.get("apiVersion") != "monitoring.coreos.com/v1" or not d["spec"].get("endpoints"):
+                fail(ow, "malformed ServiceMonitor")
+            continue
+        try:
+            kubernetes_validate.validate(d, KUBE_VERSION, strict=True)
+        except kubernetes_validate.ValidationError as e:
+            fail(ow, f"schema: {e.message} at {'/'.join(str(p) for p in e.path)}")
+        except Exception as e:  # unknown kind/version and the like
+            fail(ow, f"schema: {e}")
+    for kind, n in EXPECT[name].items():
+        got = len(by_kind.get(kind, []))
+        if got != n:
+            fail(where, f"expected {n} {kind}, rendered {got}")
+
+    deployments = by_kind.get("Deployment", [])
+    roles = set()
+    for dep in deployments:
+        dw = f"{where} Deployment/{dep['metadata']['name']}"
+        spec = dep["spec"]["template"]["spec"]
+        check_pod(dw, spec, is_job=False)
+        if not selects(dep["spec"]["selector"]["matchLabels"], pod_labels(dep)):
+            fail(dw, "selector does not match the pod labels")
+        args = spec["containers"][0]["args"]
+        if "--services" in args:
+            roles.add(args[args.index("--services") + 1])
+    want_roles = {"registry", "resolve", "scope"} if values.get("mode") == "split" else {"registry,resolve,scope"}
+    if roles != want_roles:
+        fail(where, f"--services per Deployment: {sorted(roles)}, expected {sorted(want_roles)}")
+
+    jobs = by_kind.get("Job", [])
+    for job in jobs:
+        jw = f"{where} Job/{job['metadata']['name']}"
+        ann = job["metadata"].get("annotations") or {}
+        hooks = set(ann.get("helm.sh/hook", "").split(","))
+        if not {"pre-install", "pre-upgrade"} <= hooks:
+            fail(jw, "must be a pre-install,pre-upgrade hook")
+        if "before-hook-creation" not in ann.get("helm.sh/hook-delete-policy", ""):
+            fail(jw, "hook-delete-policy must include before-hook-creation")
+        spec = job["spec"]["template"]["spec"]
+        check_pod(jw, spec, is_job=True)
+        if spec["containers"][0].get("args") != ["migrate"]:
+            fail(jw, "must run `signet migrate`")
+        if spec.get("restartPolicy") not in ("Never", "OnFailure"):
+            fail(jw, "restartPolicy must be Never or OnFailure")
+
+    for svc in by_kind.get("Service", []):
+        sel = svc["spec"].get("selector") or {}
+        if not any(selects(sel, pod_labels(d)) for d in deployments):
+            fail(f"{where} Service/{svc['metadata']['name']}", "selects no Deployment's pods")
+        for p in svc["spec"]["ports"]:
+            if p.get("targetPort") != "http":
+                fail(f"{where} Service/{svc['metadata']['name']}", "targetPort must be the named port http")
+    for pdb in by_kind.get("PodDisruptionBudget", []):
+        sel = pdb["spec"]["selector"]["matchLabels"]
+        if not any(selects(sel, pod_labels(d)) for d in deployments):
+            fail(f"{where} PDB/{pdb['metadata']['name']}", "selects no Deployment's pods")
+    dep_names = {d["metadata"]["name"] for d in deployments}
+    for hpa in by_kind.get("HorizontalPodAutoscaler", []):
+        if hpa["spec"]["scaleTargetRef"]["name"] not in dep_names:
+            fail(f"{where} HPA/{hpa['metadata']['name']}", "targets no rendered Deployment")
+        if hpa["spec"]["minReplicas"] > hpa["spec"]["maxReplicas"]:
+            fail(f"{where} HPA/{hpa['metadata']['name']}", "minReplicas > maxReplicas")
+    for dep in deployments:
+        if any(h["spec"]["scaleTargetRef"]["name"] == dep["metadata"]["name"]
+               for h in by_kind.get("HorizontalPodAutoscaler", [])) and "replicas" in dep["spec"]:
+            fail(f"{where} Deployment/{dep['metadata']['name']}", "sets replicas although an HPA owns them")
+
+    # Secrets: only from the value set, never from the chart's defaults.
+    default_strings = set(strings(defaults))
+    for sec in by_kind.get("Secret", []):
+        sw = f"{where} Secret/{sec['metadata']['name']}"
+        data = dict(sec.get("stringData") or {})
+        data.update(sec.get("data") or {})
+        for k, v in data.items():
+            if not v:
+                fail(sw, f"{k} is empty")
+            if v in default_strings:
+                fail(sw, f"{k} comes from the chart's default values")
+        if "pre-install" not in (sec["metadata"].get("annotations") or {}).get("helm.sh/hook", ""):
+            fail(sw, "a chart-made Secret must exist before the migration hook (pre-install hook)")
+    for cm in by_kind.get("ConfigMap", []):
+        text = yaml.safe_dump(cm.get("data") or {})
+        for word in ("postgres://", "postgresql://", "hs256_secret", "encryption_key"):
+            if word in text:
+                fail(f"{where} ConfigMap/{cm['metadata']['name']}", f"contains {word!r}: secrets belong in the Secret")
+    print(f"  {name}: {len(docs)} objects rendered, validated against Kubernetes {KUBE_VERSION}")
+
+
+def main():
+    defaults = yaml.safe_load((CHART / "values.yaml").read_text())
+    if any(v for v in (defaults.get("secrets") or {}).values() if isinstance(v, str) and "://" in v):
+        fail("values.yaml", "a default secret value is set")
+    sets = sorted((CHART / "ci").glob("*-values.yaml"))
+    names = [p.name[: -len("-values.yaml")] for p in sets]
+    if sorted(names) != sorted(EXPECT):
+        fail("helm/signet/ci", f"value sets {names}, expected {sorted(EXPECT)}")
+    for p, name in zip(sets, names):
+        if name not in EXPECT:
+            continue
+        try:
+            check_set(name, yaml.safe_load(p.read_text()) or {}, defaults)
+        except helm.HelmError as e:
+            fail(f"[{name}]", f"render failed: {e}")
+    for values, word in MUST_FAIL:
+        try:
+            render(values)
+            fail("bad values", f"{values} rendered but must be refused")
+        except helm.HelmError as e:
+            if word not in str(e):
+                fail("bad values", f"{values} refused for the wrong reason: {e}")
+    if errors:
+        for e in errors:
+            print(f"  FAIL {e}", file=sys.stderr)
+        sys.exit(1)
+    print(f"  helm/signet: lint, render and schema validation ok ({len(sets)} value sets, "
+          f"{len(MUST_FAIL)} bad value sets refused; Helm SDK {helm.helm_sdk_version()})")
+
+
+if __name__ == "__main__":
+    main()
