@@ -48,8 +48,10 @@ trap cleanup EXIT
 
 db_args=()
 if [ -n "${DATABASE_URL:-}" ]; then
-    dbname=${DATABASE_URL##*/}
-    admin_url=${DATABASE_URL%/*}/postgres
+    url_base=${DATABASE_URL%%\?*}                # without "?host=/var/run/postgresql" etc.
+    query=${DATABASE_URL#"$url_base"}
+    dbname=${url_base##*/}
+    admin_url=${url_base%/*}/postgres$query
     psql -q "$admin_url" -c "DROP DATABASE IF EXISTS $dbname" -c "CREATE DATABASE $dbname" >/dev/null
     db_args=(--database-url "$DATABASE_URL")
 fi

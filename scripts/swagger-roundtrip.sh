@@ -44,6 +44,13 @@ export CHROMIUM
 (cd "$DIR" && npm ci --no-audit --no-fund --loglevel=error >/dev/null) \
     || die "npm ci in $DIR failed"
 
+# signet reads every SIGNET_* variable as configuration and refuses unknown
+# ones (SIGNET_BIN, the tokens below, ...), so it runs without any of them.
+# (`env` execs signet, so $! below is the server's own pid.)
+clean_env=(env)
+for v in $(compgen -e); do [[ $v == SIGNET_* ]] && clean_env+=(-u "$v"); done
+signet=("${clean_env[@]}" "$SIGNET_BIN")
+
 # --- signet on a free port, temp data dir --------------------------------
 data=$(mktemp -d)
 pid=
@@ -66,7 +73,7 @@ up=
 for attempt in 1 2 3; do
     port=$(free_port)
     base="http://127.0.0.1:$port"
-    "$SIGNET_BIN" serve --data-dir "$data" --listen "127.0.0.1:$port" >"$data/serve.out" 2>"$data/serve.err" &
+    "${signet[@]}" serve --data-dir "$data" --listen "127.0.0.1:$port" >"$data/serve.out" 2>"$data/serve.err" &
     pid=$!
     for _ in $(seq 1 300); do
         if curl -fs "$base/healthz" >/dev/null 2>&1; then up=1; break; fi
@@ -82,7 +89,7 @@ done
 echo "swagger-roundtrip: signet at $base (data dir $data)"
 
 # Two principals: the reviewer must not be the publisher (separation of duties).
-mint() { "$SIGNET_BIN" token --data-dir "$data" --tenant dev --ttl 1h --sub "$1" --roles "$2"; }
+mint() { "${signet[@]}" token --data-dir "$data" --tenant dev --ttl 1h --sub "$1" --roles "$2"; }
 SIGNET_PUBLISHER_TOKEN=$(mint swagger-publisher publisher) || die "cannot mint the publisher token"
 SIGNET_REVIEWER_TOKEN=$(mint swagger-reviewer reviewer) || die "cannot mint the reviewer token"
 export SIGNET_URL=$base SIGNET_TENANT=dev SIGNET_PUBLISHER_TOKEN SIGNET_REVIEWER_TOKEN

@@ -5,21 +5,25 @@ CREATE TABLE servers (
     tenant_id     TEXT NOT NULL REFERENCES tenants (id),
     name          TEXT NOT NULL,          -- canonical (ASCII-lowercase) server name
     display_name  TEXT NOT NULL,          -- as first published
-    title         TEXT,
-    description   TEXT,
     created_at    INTEGER NOT NULL,
-    updated_at    INTEGER NOT NULL,
     PRIMARY KEY (tenant_id, name)
 ) STRICT;
 
--- Immutable content: the canonical document and its digest. Never updated,
--- never deleted (triggers below).
+-- A server row is written once and never updated, so concurrent publishes
+-- of one server never queue on a hot row; listings read title and
+-- description from the newest version.
+
+-- Immutable content: the canonical document and its digest (plus the card's
+-- title and description, copied out for search). Never updated, never
+-- deleted (triggers below).
 CREATE TABLE versions (
     tenant_id     TEXT NOT NULL,
     server        TEXT NOT NULL,
     version       TEXT NOT NULL,
     digest        TEXT NOT NULL CHECK (digest GLOB 'sha256:*' AND length(digest) = 71),
     document      TEXT NOT NULL CHECK (json_valid(document)),
+    title         TEXT,
+    description   TEXT,
     published_by  TEXT NOT NULL,
     published_at  INTEGER NOT NULL,
     PRIMARY KEY (tenant_id, server, version),
@@ -40,6 +44,8 @@ CREATE TABLE version_status (
     PRIMARY KEY (tenant_id, server, version),
     FOREIGN KEY (tenant_id, server, version) REFERENCES versions (tenant_id, server, version)
 ) STRICT;
+
+CREATE INDEX versions_by_published ON versions (tenant_id, server, published_at);
 
 CREATE INDEX version_status_by_status ON version_status (tenant_id, status, server);
 

@@ -118,8 +118,8 @@ async function main() {
       } else if (target.op) {
         const clip = await target.op.evaluate((el) => {
           const top = el.getBoundingClientRect();
-          const live = el.querySelector('.live-responses-table');
-          const end = live || el.querySelector('.execute-wrapper, .btn-group') || el;
+          const buttons = el.querySelectorAll('.execute-wrapper, .btn-group'); // last: Execute [Clear]
+          const end = el.querySelector('.live-responses-table') || buttons[buttons.length - 1] || el;
           const bottom = end.getBoundingClientRect().bottom;
           return { x: top.left, y: top.top + window.scrollY, width: top.width, height: bottom - top.top + 8 };
         });

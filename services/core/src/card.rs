@@ -217,7 +217,7 @@ pub struct ServerCard {
     pub signature: Signature,
     raw: Value,
     digest: String,
-    canonical_len: usize,
+    canonical: Vec<u8>,
 }
 
 impl ServerCard {
@@ -350,7 +350,7 @@ impl ServerCard {
             meta,
             signature,
             digest: digest_bytes(&canonical),
-            canonical_len: canonical.len(),
+            canonical,
             raw: doc.clone(),
         };
         errors.into_result(card)
@@ -368,12 +368,18 @@ impl ServerCard {
 
     /// Size of the canonical document in bytes.
     pub fn canonical_len(&self) -> usize {
-        self.canonical_len
+        self.canonical.len()
     }
 
     /// The RFC 8785 canonical bytes of the document.
     pub fn canonical_bytes(&self) -> Vec<u8> {
-        canonical_bytes(&self.raw)
+        self.canonical.clone()
+    }
+
+    /// The RFC 8785 canonical form, computed once at validation (the bytes
+    /// the digest covers).
+    pub fn canonical(&self) -> &[u8] {
+        &self.canonical
     }
 }
 

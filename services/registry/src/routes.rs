@@ -200,9 +200,10 @@ pub struct VersionRecord {
     pub digest: String,
     /// Trust status.
     pub status: Status,
-    /// The published document (server card with its `signature`).
+    /// The published document (server card with its `signature`), in its
+    /// canonical form, passed through without re-parsing.
     #[schema(value_type = Object)]
-    pub card: Value,
+    pub card: Box<serde_json::value::RawValue>,
     /// Publisher (token `sub`).
     pub published_by: String,
     /// When it was published.
@@ -226,7 +227,7 @@ pub struct VersionRecord {
 }
 
 fn record(stored: &StoredVersion, reviews: Vec<Review>) -> Result<VersionRecord, ApiError> {
-    let card: Value = serde_json::from_str(&stored.document).map_err(|e| {
+    let card = serde_json::value::RawValue::from_string(stored.document.clone()).map_err(|e| {
         tracing::error!(error = %e, "stored document is not JSON");
         ApiError::internal()
     })?;
@@ -363,14 +364,14 @@ async fn publish_document(
         .await
         .map_err(store_error)?
         .ok_or_else(tenant_not_found)?;
-    let document = String::from_utf8(card.canonical_bytes()).map_err(|_| ApiError::internal())?;
+    let document = std::str::from_utf8(card.canonical()).map_err(|_| ApiError::internal())?;
     let version = card.version.to_string();
     let new = NewVersion {
         server_key: &key,
         server_display: card.name.as_str(),
         version: &version,
         digest: card.digest(),
-        document: &document,
+        document,
         title: card.title.as_deref(),
         description: card.description.as_deref(),
         published_by: scope.actor(),
@@ -406,11 +407,14 @@ async fn publish_document(
             .with("submitted_digest", card.digest()));
         }
     };
-    let reviews = st
-        .store
-        .reviews(tenant, &key, &version)
-        .await
-        .map_err(store_error)?;
+    let reviews = if status == StatusCode::CREATED {
+        Vec::new()
+    } else {
+        st.store
+            .reviews(tenant, &key, &version)
+            .await
+            .map_err(store_error)?
+    };
     let tag = record_etag(&stored.meta);
     let body = record(&stored, reviews)?;
     let location = format!(

@@ -123,6 +123,9 @@ async fn serve(args: ServeArgs) -> anyhow::Result<i32> {
     flags.dev = args.dev.then_some(true);
     let cfg = Config::load(args.db.config.as_deref(), &flags)?;
     let telemetry = crate::telemetry::init(&cfg)?;
+    for var in crate::config::unknown_env_vars() {
+        eprintln!("signet: warning: ignoring {var}: it names no setting");
+    }
     let db = match cfg.backend()? {
         crate::config::Backend::Sqlite(u) => u,
         crate::config::Backend::Postgres(u) => redact_url(&u),

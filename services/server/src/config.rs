@@ -218,10 +218,11 @@ impl Config {
             }
             fig = fig.merge(Toml::file(path));
         }
+        let known = config_keys();
         fig = fig
             .merge(
                 Env::prefixed("SIGNET_")
-                    .ignore(&["CONFIG", "REALDATA", "TEST_DATABASE_URL"])
+                    .filter(move |k| known.iter().any(|f| env_key_matches(k.as_str(), f)))
                     .split("__"),
             )
             .merge(Serialized::defaults(flags));
@@ -344,6 +345,43 @@ impl Config {
     }
 }
 
+/// The top-level configuration keys (what `SIGNET_<KEY>` may name).
+pub fn config_keys() -> Vec<String> {
+    let mut keys: Vec<String> = match serde_json::to_value(Config::default()) {
+        Ok(serde_json::Value::Object(m)) => m.keys().cloned().collect(),
+        _ => Vec::new(),
+    };
+    // Secrets are never serialised, but may come from the environment.
+    keys.push("encryption_key".into());
+    keys
+}
+
+fn env_key_matches(key: &str, field: &str) -> bool {
+    let key = key.to_ascii_lowercase();
+    key == field
+        || key
+            .strip_prefix(field)
+            .is_some_and(|rest| rest.starts_with("__"))
+}
+
+/// `SIGNET_*` environment variables that name no setting (ignored; `serve`
+/// warns about them, since a typo would otherwise go unnoticed). Variables
+/// the tooling uses (`SIGNET_CONFIG`, `SIGNET_BIN`, `SIGNET_REALDATA`,
+/// `SIGNET_TEST_*`, `SIGNET_CI_*`) are not reported.
+pub fn unknown_env_vars() -> Vec<String> {
+    let known = config_keys();
+    let mut out: Vec<String> = std::env::vars_os()
+        .filter_map(|(k, _)| k.into_string().ok())
+        .filter_map(|k| k.strip_prefix("SIGNET_").map(str::to_owned))
+        .filter(|k| !matches!(k.as_str(), "CONFIG" | "BIN" | "REALDATA"))
+        .filter(|k| !k.starts_with("TEST_") && !k.starts_with("CI_"))
+        .filter(|k| !known.iter().any(|f| env_key_matches(k, f)))
+        .map(|k| format!("SIGNET_{k}"))
+        .collect();
+    out.sort();
+    out
+}
+
 /// `database_url` with any password replaced by `***`, for messages.
 pub fn redact_url(url: &str) -> String {
     match (url.find("://"), url.rfind('@')) {
@@ -391,6 +429,17 @@ mod tests {
                 .to_string()
                 .contains("database_url")
         );
+    }
+
+    #[test]
+    fn env_keys_match_settings_and_nested_settings() {
+        assert!(env_key_matches("DATABASE_URL", "database_url"));
+        assert!(env_key_matches("AUTH__LEEWAY_SECS", "auth"));
+        assert!(!env_key_matches("AUTHX", "auth"));
+        assert!(!env_key_matches("BIN", "body_limit_bytes"));
+        let keys = config_keys();
+        assert!(keys.contains(&"listen".to_owned()));
+        assert!(keys.contains(&"encryption_key".to_owned()));
     }
 
     #[test]

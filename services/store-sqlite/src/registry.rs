@@ -54,6 +54,18 @@ fn meta_from_row(r: &SqliteRow) -> Result<VersionMeta, RegistryStoreError> {
     })
 }
 
+/// Server columns: title and description come from the newest version,
+/// so the server row itself is never updated.
+const SERVER_COLUMNS: &str = "s.name, s.display_name, s.created_at,
+    (SELECT v.title FROM versions v WHERE v.tenant_id = s.tenant_id AND v.server = s.name
+        ORDER BY v.published_at DESC, v.version DESC LIMIT 1) AS title,
+    (SELECT v.description FROM versions v WHERE v.tenant_id = s.tenant_id AND v.server = s.name
+        ORDER BY v.published_at DESC, v.version DESC LIMIT 1) AS description,
+    (SELECT MAX(v.published_at) FROM versions v WHERE v.tenant_id = s.tenant_id AND v.server = s.name) AS updated_at,
+    (SELECT COUNT(*) FROM versions v WHERE v.tenant_id = s.tenant_id AND v.server = s.name) AS version_count";
+
+const SELECT_DISPLAY: &str = "SELECT display_name FROM servers WHERE tenant_id = ? AND name = ?";
+
 fn like_pattern(q: &str) -> String {
     let mut p = String::from("%");
     for c in q.to_lowercase().chars() {
@@ -125,30 +137,28 @@ impl RegistryStore for SqliteStore {
             });
         }
         sqlx::query(
-            "INSERT INTO servers (tenant_id, name, display_name, title, description, created_at, updated_at)
-             VALUES (?, ?, ?, ?, ?, ?, ?)
-             ON CONFLICT (tenant_id, name) DO UPDATE
-             SET title = excluded.title, description = excluded.description, updated_at = excluded.updated_at",
+            "INSERT INTO servers (tenant_id, name, display_name, created_at)
+             VALUES (?, ?, ?, ?)
+             ON CONFLICT (tenant_id, name) DO NOTHING",
         )
         .bind(tenant.as_str())
         .bind(v.server_key)
         .bind(v.server_display)
-        .bind(v.title)
-        .bind(v.description)
-        .bind(v.at.millis())
         .bind(v.at.millis())
         .execute(&mut *tx)
         .await
         .map_err(rerr)?;
         sqlx::query(
-            "INSERT INTO versions (tenant_id, server, version, digest, document, published_by, published_at)
-             VALUES (?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO versions (tenant_id, server, version, digest, document, title, description, published_by, published_at)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
         )
         .bind(tenant.as_str())
         .bind(v.server_key)
         .bind(v.version)
         .bind(v.digest)
         .bind(v.document)
+        .bind(v.title)
+        .bind(v.description)
         .bind(v.published_by)
         .bind(v.at.millis())
         .execute(&mut *tx)
@@ -187,9 +197,31 @@ impl RegistryStore for SqliteStore {
         )
         .await
         .map_err(aerr)?;
-        let stored = load_version(&mut tx, tenant, v.server_key, v.version)
-            .await?
-            .ok_or_else(|| RegistryStoreError::Other("inserted version vanished".into()))?;
+        let display: String = sqlx::query_scalar(SELECT_DISPLAY)
+            .bind(tenant.as_str())
+            .bind(v.server_key)
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(rerr)?;
+        // Built from what was just written: no need to read 64 KiB back.
+        let stored = StoredVersion {
+            server: display,
+            document: v.document.to_owned(),
+            meta: VersionMeta {
+                version: v.version.to_owned(),
+                digest: v.digest.to_owned(),
+                published_by: v.published_by.to_owned(),
+                published_at: v.at,
+                status: StatusRow {
+                    status: v.initial,
+                    revision: 1,
+                    changed_at: v.at,
+                    reason: reason.map(str::to_owned),
+                    approved_by: None,
+                    approved_at: approved.then_some(v.at),
+                },
+            },
+        };
         tx.commit().await.map_err(rerr)?;
         Ok(PublishOutcome::Created(stored))
     }
@@ -228,11 +260,10 @@ impl RegistryStore for SqliteStore {
         tenant: &TenantId,
         server_key: &str,
     ) -> Result<Option<ServerRow>, RegistryStoreError> {
-        let row = sqlx::query(
-            "SELECT s.name, s.display_name, s.title, s.description, s.created_at, s.updated_at,
-                    (SELECT COUNT(*) FROM versions v WHERE v.tenant_id = s.tenant_id AND v.server = s.name) AS version_count
-             FROM servers s WHERE s.tenant_id = ? AND s.name = ?",
-        )
+        let row = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "SELECT {SERVER_COLUMNS}
+             FROM servers s WHERE s.tenant_id = ? AND s.name = ?"
+        )))
         .bind(tenant.as_str())
         .bind(server_key)
         .fetch_optional(&self.pool)
@@ -248,17 +279,17 @@ impl RegistryStore for SqliteStore {
     ) -> Result<Vec<(String, ServerRow)>, RegistryStoreError> {
         let pattern = q.q.as_deref().map(like_pattern);
         let rows = sqlx::query(
-            "SELECT s.name, s.display_name, s.title, s.description, s.created_at, s.updated_at,
-                    (SELECT COUNT(*) FROM versions v WHERE v.tenant_id = s.tenant_id AND v.server = s.name) AS version_count
+            sqlx::AssertSqlSafe(format!("SELECT {SERVER_COLUMNS}
              FROM servers s
              WHERE s.tenant_id = ?1 AND s.name > ?2
                AND (?3 IS NULL OR lower(s.name) LIKE ?3 ESCAPE '\\'
-                    OR lower(coalesce(s.title, '')) LIKE ?3 ESCAPE '\\'
-                    OR lower(coalesce(s.description, '')) LIKE ?3 ESCAPE '\\')
+                    OR EXISTS (SELECT 1 FROM versions v WHERE v.tenant_id = s.tenant_id AND v.server = s.name
+                        AND (lower(coalesce(v.title, '')) LIKE ?3 ESCAPE '\\'
+                             OR lower(coalesce(v.description, '')) LIKE ?3 ESCAPE '\\')))
                AND (?4 IS NULL OR EXISTS (SELECT 1 FROM version_status vs
                     WHERE vs.tenant_id = s.tenant_id AND vs.server = s.name AND vs.status = ?4))
-             ORDER BY s.name LIMIT ?5",
-        )
+             ORDER BY s.name LIMIT ?5"
+        )))
         .bind(tenant.as_str())
         .bind(q.after.as_deref().unwrap_or(""))
         .bind(pattern.as_deref())
@@ -421,14 +452,19 @@ impl RegistryStore for SqliteStore {
 }
 
 fn server_from_row(r: &SqliteRow) -> Result<(String, ServerRow), RegistryStoreError> {
+    let created_at: i64 = r.try_get("created_at").map_err(rerr)?;
     Ok((
         r.try_get("name").map_err(rerr)?,
         ServerRow {
             name: r.try_get("display_name").map_err(rerr)?,
             title: r.try_get("title").map_err(rerr)?,
             description: r.try_get("description").map_err(rerr)?,
-            created_at: Timestamp::from_millis(r.try_get("created_at").map_err(rerr)?),
-            updated_at: Timestamp::from_millis(r.try_get("updated_at").map_err(rerr)?),
+            created_at: Timestamp::from_millis(created_at),
+            updated_at: Timestamp::from_millis(
+                r.try_get::<Option<i64>, _>("updated_at")
+                    .map_err(rerr)?
+                    .unwrap_or(created_at),
+            ),
             version_count: r.try_get("version_count").map_err(rerr)?,
         },
     ))

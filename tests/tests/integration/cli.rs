@@ -103,3 +103,36 @@ fn config_names_the_first_bad_setting() {
     .unwrap_err();
     assert!(format!("{e:#}").contains("does not exist"), "{e:#}");
 }
+
+#[test]
+fn unrelated_signet_env_vars_do_not_break_the_config() {
+    // Scripts export SIGNET_BIN and friends; they name no setting and must
+    // not make `Config::load` fail (figment would otherwise refuse them).
+    with_env_in_child("SIGNET_BENCH_ONLY_VAR", || {
+        signet_server::config::Config::load(None, &Default::default()).expect("loads");
+        assert!(
+            signet_server::config::unknown_env_vars().contains(&"SIGNET_BENCH_ONLY_VAR".to_owned())
+        );
+    });
+}
+
+/// Runs `f` where `name` is set: setting it in-process would need `unsafe`
+/// (other test threads read the environment), so the test re-runs itself in
+/// a child process with the variable set.
+fn with_env_in_child(name: &str, f: impl FnOnce()) {
+    if std::env::var_os(name).is_some() {
+        f();
+        return;
+    }
+    let exe = std::env::current_exe().unwrap();
+    let status = std::process::Command::new(exe)
+        .args([
+            "--exact",
+            "cli::unrelated_signet_env_vars_do_not_break_the_config",
+            "--nocapture",
+        ])
+        .env(name, "1")
+        .status()
+        .unwrap();
+    assert!(status.success(), "child run failed");
+}

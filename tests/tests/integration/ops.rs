@@ -164,11 +164,17 @@ async fn openapi_is_3_1_and_every_documented_path_is_routed() {
 async fn committed_openapi_matches_the_generated_document() {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../openapi/openapi.json");
     let committed = std::fs::read_to_string(&path).expect("openapi/openapi.json is committed");
-    assert_eq!(
-        committed,
-        signet_server::app::openapi_json(),
-        "openapi/openapi.json drifted: run `cargo run -p signet-server -- openapi > openapi/openapi.json`"
-    );
+    let generated = signet_server::app::openapi_json();
+    if committed != generated {
+        let line = committed
+            .lines()
+            .zip(generated.lines())
+            .position(|(a, b)| a != b)
+            .map_or_else(|| "the end".to_owned(), |i| format!("line {}", i + 1));
+        panic!(
+            "openapi/openapi.json drifted (first difference at {line}): run `cargo run -q --bin signet -- openapi > openapi/openapi.json`"
+        );
+    }
 }
 
 #[tokio::test]
