@@ -301,6 +301,35 @@ impl TestApp {
         app
     }
 
+    /// A second application ("replica") over the same database, with its own
+    /// caches, as another Signet process would be.
+    pub async fn replica(&self) -> TestApp {
+        let cfg = config_for(&self.db);
+        let store = signet_server::serve::open_store(&cfg)
+            .await
+            .expect("open store");
+        let authn = Arc::new(Authenticator::new(test_issuers(), cfg.auth.leeway_secs));
+        let keyring = Arc::new(signet_registry::keys::Keyring::new(&[42u8; 32]).expect("keyring"));
+        let router = app::build(AppContext {
+            tenants: store.tenants(),
+            registry: signet_server::registry_wiring::registry_state(&store, keyring),
+            authn: authn.clone(),
+            metrics: Arc::new(Metrics::default()),
+            body_limit: cfg.body_limit_bytes,
+            request_timeout: Duration::from_secs(cfg.request_timeout_secs),
+        });
+        TestApp {
+            router,
+            store,
+            tenant: self.tenant.clone(),
+            authn,
+            db: FreshDb {
+                url: self.db.url.clone(),
+                dir: tempfile::tempdir().expect("tempdir"),
+            },
+        }
+    }
+
     /// Creates another tenant through the API.
     pub async fn new_tenant(&self) -> TenantId {
         let id = format!("t-{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);

@@ -205,6 +205,18 @@ pub fn build(ctx: AppContext) -> Router {
         .layer(middleware::from_fn_with_state(ctx.metrics.clone(), edge))
 }
 
+/// A fresh request id in UUID form: a random per-process prefix and a
+/// counter, so the hot path makes no system call for randomness.
+fn next_request_id() -> String {
+    use std::sync::OnceLock;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static PREFIX: OnceLock<u64> = OnceLock::new();
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let prefix = *PREFIX.get_or_init(|| uuid::Uuid::new_v4().as_u64_pair().0);
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    uuid::Uuid::from_u64_pair(prefix, n).to_string()
+}
+
 fn valid_request_id(v: &HeaderValue) -> bool {
     let b = v.as_bytes();
     (1..=64).contains(&b.len())
@@ -268,7 +280,7 @@ async fn edge(State(metrics): State<Arc<Metrics>>, mut req: Request, next: Next)
     let start = Instant::now();
     let rid = match req.headers().get("x-request-id") {
         Some(v) if valid_request_id(v) => v.clone(),
-        _ => HeaderValue::from_str(&uuid::Uuid::new_v4().to_string())
+        _ => HeaderValue::from_str(&next_request_id())
             .unwrap_or_else(|_| HeaderValue::from_static("unknown")),
     };
     req.headers_mut().insert("x-request-id", rid.clone());

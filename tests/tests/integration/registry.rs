@@ -1219,3 +1219,62 @@ async fn import_server_json_creates_an_empty_signature() {
         .json();
     assert_eq!(audit["items"].as_array().unwrap().len(), 1);
 }
+
+#[tokio::test]
+async fn another_replica_sees_status_changes_at_once() {
+    // Two Signet processes over one PostgreSQL: the second's ETag index must
+    // not answer 304 for a version whose status changed on the first
+    // (LISTEN/NOTIFY eviction, not the 30 s TTL).
+    if backend() == Backend::Sqlite {
+        eprintln!(
+            "notice: cross-replica invalidation needs PostgreSQL; SQLite runs as one process"
+        );
+        return;
+    }
+    let a = TestApp::new().await;
+    let b = a.replica().await;
+    publish(
+        &a,
+        &publisher(&a),
+        &card(SERVER, "1.0.0", json!([read_tool()])),
+    )
+    .await;
+    approve(&a, SERVER, "1.0.0").await;
+    let path = vpath(&a, SERVER, "latest");
+    let t = a.admin();
+    // Warm B's index and take the ETag.
+    let tag = b.get(&path, &t).await.header("etag").unwrap();
+    assert_eq!(
+        b.send_raw("GET", &path, Some(&t), None, &[("if-none-match", &tag)])
+            .await
+            .status,
+        304
+    );
+    // Give B's listener a moment to be subscribed before the change.
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let r = a
+        .send(
+            "POST",
+            &format!("{}/status", vpath(&a, SERVER, "1.0.0")),
+            Some(&t),
+            Some(json!({"status": "revoked", "reason": "x"})),
+        )
+        .await;
+    assert_eq!(r.status, 200);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        let r = b
+            .send_raw("GET", &path, Some(&t), None, &[("if-none-match", &tag)])
+            .await;
+        if r.status != 304 {
+            // `latest` now resolves to nothing trusted.
+            r.problem(404, "no_trusted_version");
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "replica B still answers 304 after 5 s"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
