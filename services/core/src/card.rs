@@ -224,6 +224,20 @@ impl ServerCard {
     /// Validates `doc` as a server card under `limits`; every problem is
     /// reported at once.
     pub fn from_value(doc: &Value, limits: &Limits) -> Result<ServerCard, ValidationErrors> {
+        let mut card = Self::parse(doc, limits)?;
+        card.raw = doc.clone();
+        Ok(card)
+    }
+
+    /// As [`ServerCard::from_value`], taking the document by value so it is
+    /// kept without a copy (the publish path).
+    pub fn from_owned(doc: Value, limits: &Limits) -> Result<ServerCard, ValidationErrors> {
+        let mut card = Self::parse(&doc, limits)?;
+        card.raw = doc;
+        Ok(card)
+    }
+
+    fn parse(doc: &Value, limits: &Limits) -> Result<ServerCard, ValidationErrors> {
         let canonical = canonical_bytes(doc);
         if canonical.len() > limits.max_document_bytes {
             return Err(ValidationErrors::single(
@@ -351,7 +365,7 @@ impl ServerCard {
             signature,
             digest: digest_bytes(&canonical),
             canonical,
-            raw: doc.clone(),
+            raw: Value::Null,
         };
         errors.into_result(card)
     }

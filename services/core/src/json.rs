@@ -16,7 +16,6 @@
 //!
 //! Depth counts containers: `1` is depth 0, `[1]` is depth 1, `{"a":[1]}` 2.
 
-use std::collections::BTreeSet;
 use std::fmt;
 
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
@@ -176,9 +175,9 @@ impl<'de> Visitor<'de> for StrictSeed {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
         let mut out = Map::new();
-        let mut seen = BTreeSet::new();
         while let Some(key) = map.next_key::<String>()? {
-            if !seen.insert(key.clone()) {
+            // The map itself answers "seen before?": no second set, no clone.
+            if out.contains_key(&key) {
                 return Err(de::Error::custom(format!("{DUP_TAG}{key:?}")));
             }
             let value = map.next_value_seed(self.child()?)?;

@@ -324,11 +324,11 @@ async fn load(
 async fn publish_document(
     st: &RegistryState,
     scope: &TenantScope,
-    doc: &Value,
+    doc: Value,
     path: Option<(&str, &str)>,
     event: &str,
 ) -> Result<Response, ApiError> {
-    let card = ServerCard::from_value(doc, &st.limits).map_err(validation_error)?;
+    let card = ServerCard::from_owned(doc, &st.limits).map_err(validation_error)?;
     if let Some((server, version)) = path {
         let mut errors = Vec::new();
         let same_server = ServerName::parse(server).is_ok_and(|s| s == card.name);
@@ -470,7 +470,7 @@ pub async fn publish_version(
     publish_document(
         &st,
         &scope,
-        &doc,
+        doc,
         Some((&p.server, &p.version)),
         "version.published",
     )
@@ -538,7 +538,7 @@ pub async fn import_server_json(
         sig.insert(k.into(), Value::Array(Vec::new()));
     }
     map.insert("signature".into(), Value::Object(sig));
-    publish_document(&st, &scope, &Value::Object(map), None, "version.imported").await
+    publish_document(&st, &scope, Value::Object(map), None, "version.imported").await
 }
 
 // ---------------------------------------------------------------- reads
