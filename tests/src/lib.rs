@@ -430,6 +430,32 @@ impl TestApp {
     }
 }
 
+/// Runs the calling test alone in a child process (this test binary, with
+/// `--exact NAME`), for tests that install process-wide or thread-local
+/// tracing state: `cargo test` runs every test of the binary in one process,
+/// where other tests' subscribers and cached callsite interest would make
+/// such tests flaky. Returns `true` in the child (run the body there) and
+/// `false` in the parent, after asserting the child passed.
+pub fn in_own_process(name: &str) -> bool {
+    const CHILD: &str = "SIGNET_TEST_CHILD";
+    if std::env::var_os(CHILD).is_some() {
+        return true;
+    }
+    let exe = std::env::current_exe().expect("test binary");
+    let out = std::process::Command::new(exe)
+        .args(["--exact", name, "--nocapture", "--test-threads=1"])
+        .env(CHILD, "1")
+        .output()
+        .expect("run the test in a child process");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("1 passed"),
+        "{name} failed in its own process:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    false
+}
+
 /// The realdata folder (`$SIGNET_REALDATA` or `../shared/realdata` from the
 /// workspace root), or `None` with a printed notice.
 pub fn realdata() -> Option<std::path::PathBuf> {

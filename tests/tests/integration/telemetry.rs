@@ -276,6 +276,11 @@ fn telemetry_for(
 
 #[tokio::test]
 async fn spans_and_metrics_reach_an_otlp_collector_with_the_callers_trace() {
+    if !in_own_process(
+        "telemetry::spans_and_metrics_reach_an_otlp_collector_with_the_callers_trace",
+    ) {
+        return;
+    }
     let collector = Collector::start();
     let logs = LogCapture::new();
     let db = fresh_db().await;
@@ -489,6 +494,9 @@ async fn tenancy_flow(app: &TestApp, secrets: &mut Secrets) {
 
 #[tokio::test]
 async fn no_token_secret_or_upstream_header_reaches_logs_or_spans() {
+    if !in_own_process("telemetry::no_token_secret_or_upstream_header_reaches_logs_or_spans") {
+        return;
+    }
     let collector = Collector::start();
     let logs = LogCapture::new();
     // Everything, at the most verbose level, in JSON.
