@@ -11,7 +11,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 SIGNET_BIN=${SIGNET_BIN:-target/debug/signet}
-PORT=${PORT:-18181}
+PORT=${PORT:-$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')}
 BASE="http://127.0.0.1:$PORT"
 out=target/docs-check
 mkdir -p "$out"

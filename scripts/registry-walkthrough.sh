@@ -7,7 +7,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SIGNET_BIN=${SIGNET_BIN:-target/debug/signet}
-PORT=${PORT:-18282}
+# A free port unless one is given.
+PORT=${PORT:-$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')}
 [ -x "$SIGNET_BIN" ] || cargo build --locked --bin signet >&2
 signet() { "$SIGNET_BIN" "$@"; }
 fail() { echo "walkthrough FAILED: $*" >&2; exit 1; }
@@ -15,12 +16,13 @@ fail() { echo "walkthrough FAILED: $*" >&2; exit 1; }
 work=$(mktemp -d)
 cleanup() { [ -n "${pid:-}" ] && kill "$pid" 2>/dev/null; wait 2>/dev/null; rm -rf "$work"; }
 trap cleanup EXIT
-signet serve --data-dir "$work/data" --listen "127.0.0.1:$PORT" >"$work/out.txt" 2>"$work/err.txt" &
+# Start the binary itself (not through the shell function) so $! is its pid.
+"$SIGNET_BIN" serve --data-dir "$work/data" --listen "127.0.0.1:$PORT" >"$work/out.txt" 2>"$work/err.txt" &
 pid=$!
-for _ in $(seq 1 100); do curl -fs "http://127.0.0.1:$PORT/healthz" >/dev/null 2>&1 && break; sleep 0.1; done
+for _ in $(seq 1 150); do curl -fs "http://127.0.0.1:$PORT/healthz" >/dev/null 2>&1 && break; sleep 0.1; done
 
 SIGNET_TOKEN=$(sed -n 's/.*export SIGNET_TOKEN=\([^ ]*\).*/\1/p' "$work/out.txt")
-[ -n "$SIGNET_TOKEN" ] || fail "serve printed no token"
+[ -n "$SIGNET_TOKEN" ] || { cat "$work/err.txt" >&2; fail "serve printed no token"; }
 REVIEWER=$(signet token --data-dir "$work/data" --sub rita --tenant dev --roles reviewer)
 S="http://127.0.0.1:$PORT/v1/tenants/dev/servers/io.github.acme%2Ffiles"
 auth=(-H "Authorization: Bearer $SIGNET_TOKEN")
