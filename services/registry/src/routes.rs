@@ -1286,7 +1286,10 @@ pub async fn verify_version(
 
 // ---------------------------------------------------------------- attestations
 
-async fn tenant_key(
+/// The tenant's attestation key, created (and sealed) if it does not exist
+/// yet. Called when a tenant is created, and again on first use as a
+/// fallback.
+pub async fn tenant_key(
     st: &RegistryState,
     tenant: &TenantId,
 ) -> Result<crate::model::StoredKey, ApiError> {

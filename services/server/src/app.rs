@@ -180,6 +180,9 @@ pub fn build(ctx: AppContext) -> Router {
         .0
         .with_state(TenancyState {
             store: ctx.tenants.clone(),
+            hooks: Arc::new(crate::registry_wiring::RegistryTenantHooks(
+                ctx.registry.clone(),
+            )),
         });
     let registry = signet_registry::router()
         .split_for_parts()

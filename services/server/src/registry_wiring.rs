@@ -56,6 +56,20 @@ impl PolicySource for TenancyPolicies {
     }
 }
 
+/// Tenant-creation work of the registry: create the attestation key with the
+/// tenant.
+pub struct RegistryTenantHooks(pub RegistryState);
+
+#[async_trait]
+impl signet_tenancy::TenantHooks for RegistryTenantHooks {
+    async fn tenant_created(&self, tenant: &TenantId) -> Result<(), String> {
+        signet_registry::routes::tenant_key(&self.0, tenant)
+            .await
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    }
+}
+
 const KEY_FILE: &str = "encryption-key";
 
 /// The keyring from `encryption_key`, or in dev mode from (or into) the

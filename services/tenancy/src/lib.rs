@@ -10,5 +10,5 @@ pub mod routes;
 pub mod store;
 
 pub use model::{AuditEvent, AuditFilter, EnforcementMode, Policy, PolicyRecord, TenantRecord};
-pub use routes::{TenancyState, router};
+pub use routes::{NoHooks, TenancyState, TenantHooks, router};
 pub use store::{StoreError, TenantStore};

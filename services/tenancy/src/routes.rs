@@ -27,6 +27,29 @@ use crate::store::{StoreError, TenantStore};
 pub struct TenancyState {
     /// The store.
     pub store: Arc<dyn TenantStore>,
+    /// What else happens when a tenant is created.
+    pub hooks: Arc<dyn TenantHooks>,
+}
+
+/// Work other services do for a new tenant (the registry creates the
+/// tenant's attestation key). Declared here, implemented by the server over
+/// the other services, so tenancy depends on none of them.
+#[async_trait::async_trait]
+pub trait TenantHooks: Send + Sync + 'static {
+    /// Called after the tenant is committed. A failure is logged, not
+    /// returned: the tenant exists, and every hook must also cope with
+    /// doing its work lazily later.
+    async fn tenant_created(&self, tenant: &TenantId) -> Result<(), String>;
+}
+
+/// Hooks that do nothing.
+pub struct NoHooks;
+
+#[async_trait::async_trait]
+impl TenantHooks for NoHooks {
+    async fn tenant_created(&self, _tenant: &TenantId) -> Result<(), String> {
+        Ok(())
+    }
 }
 
 /// The tenancy routes, with their OpenAPI description.
@@ -221,6 +244,9 @@ pub async fn create_tenant(
         }
         Err(e) => return Err(store_error(e)),
     };
+    if let Err(e) = st.hooks.tenant_created(&id).await {
+        tracing::warn!(tenant.id = %id, error = %e, "tenant created, but a creation hook failed; it will be retried lazily");
+    }
     let view = TenantView {
         policy: PolicyRecord {
             policy,

@@ -1011,6 +1011,24 @@ async fn attestations_verify_offline_with_the_tenant_jwks() {
 }
 
 #[tokio::test]
+async fn the_attestation_key_is_created_with_the_tenant() {
+    let app = TestApp::new().await;
+    let fresh = app.new_tenant().await;
+    let key = app.store.registry().tenant_key(&fresh).await.unwrap();
+    let key = key.expect("key created with the tenant, before any attestation request");
+    // Sealed for this tenant: the private half is not the raw PKCS#8.
+    assert!(!key.private_sealed.is_empty());
+    let jwks = app
+        .get(
+            &format!("/v1/tenants/{fresh}/jwks.json"),
+            &token("r", Some(fresh.as_str()), &["reader"]),
+        )
+        .await
+        .json();
+    assert_eq!(jwks["keys"][0]["kid"], key.kid.as_str());
+}
+
+#[tokio::test]
 async fn documents_are_immutable_in_the_database() {
     let app = TestApp::new().await;
     publish(
