@@ -287,13 +287,11 @@ async fn edge(State(metrics): State<Arc<Metrics>>, mut req: Request, next: Next)
             .unwrap_or_else(|_| HeaderValue::from_static("unknown")),
     };
     req.headers_mut().insert("x-request-id", rid.clone());
-    let route = req
-        .extensions()
-        .get::<MatchedPath>()
-        .map(|m| m.as_str().to_owned())
-        .unwrap_or_else(|| "unmatched".to_owned());
+    // Borrowed, not copied: this runs on every request.
+    let matched = req.extensions().get::<MatchedPath>().cloned();
+    let route: &str = matched.as_ref().map_or("unmatched", |m| m.as_str());
     let method: Method = req.method().clone();
-    let rid_str = rid.to_str().unwrap_or("unknown").to_owned();
+    let rid_str = rid.to_str().unwrap_or("unknown");
     let span = tracing::info_span!(
         "http.request",
         http.method = %method,
@@ -307,11 +305,11 @@ async fn edge(State(metrics): State<Arc<Metrics>>, mut req: Request, next: Next)
         otel.status_code = tracing::field::Empty,
     );
     // W3C traceparent: join the caller's trace; records `trace.id`.
-    crate::telemetry::link_request_span(&span, req.headers(), &method, &route);
+    crate::telemetry::link_request_span(&span, req.headers(), &method, route);
     let mut resp = next.run(req).instrument(span.clone()).await;
     let status = resp.status();
     if let Some(RenderedProblem(err)) = resp.extensions_mut().remove::<RenderedProblem>() {
-        resp = err.into_response_with_id(Some(rid_str.clone()));
+        resp = err.into_response_with_id(Some(rid_str.to_owned()));
     } else if (status.is_client_error() || status.is_server_error())
         && resp
             .headers()
@@ -319,7 +317,7 @@ async fn edge(State(metrics): State<Arc<Metrics>>, mut req: Request, next: Next)
             .is_none_or(|v| v.as_bytes() != PROBLEM_JSON.as_bytes())
     {
         let err = convert_plain_error(resp).await;
-        resp = err.into_response_with_id(Some(rid_str.clone()));
+        resp = err.into_response_with_id(Some(rid_str.to_owned()));
     }
     resp.headers_mut().insert("x-request-id", rid);
     let elapsed = start.elapsed();
@@ -328,7 +326,7 @@ async fn edge(State(metrics): State<Arc<Metrics>>, mut req: Request, next: Next)
     if status.is_server_error() {
         span.record("otel.status_code", "error");
     }
-    metrics.record(&route, &method, status.as_u16(), elapsed);
+    metrics.record(route, &method, status.as_u16(), elapsed);
     let duration_ms = elapsed.as_secs_f64() * 1000.0;
     if status.is_server_error() {
         tracing::warn!(parent: &span, http.status = status.as_u16(), duration_ms, "request failed");
