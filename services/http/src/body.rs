@@ -146,7 +146,6 @@ mod tests {
 
     #[derive(Debug, serde::Deserialize)]
     #[serde(deny_unknown_fields)]
-    #[allow(dead_code)]
     struct Body {
         name: String,
         items: Vec<Item>,
@@ -154,9 +153,16 @@ mod tests {
 
     #[derive(Debug, serde::Deserialize)]
     #[serde(deny_unknown_fields)]
-    #[allow(dead_code)]
     struct Item {
         n: u32,
+    }
+
+    #[test]
+    fn a_well_formed_body_deserialises() {
+        let v = serde_json::json!({"name": "x", "items": [{"n": 1}, {"n": 2}]});
+        let b = from_value::<Body>(v).unwrap();
+        assert_eq!(b.name, "x");
+        assert_eq!(b.items.iter().map(|i| i.n).sum::<u32>(), 3);
     }
 
     #[test]
