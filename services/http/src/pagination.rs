@@ -38,6 +38,15 @@ impl PageQuery {
 
     /// The decoded cursor, or 422 when it is not one we issued.
     pub fn cursor(&self) -> Result<Option<String>, ApiError> {
+        self.cursor_as(|key| Some(key.to_owned()))
+    }
+
+    /// The decoded cursor turned into a sort key by `parse` (for example an
+    /// integer id), or 422 when it is not one we issued.
+    pub fn cursor_as<T>(
+        &self,
+        parse: impl FnOnce(&str) -> Option<T>,
+    ) -> Result<Option<T>, ApiError> {
         let Some(c) = &self.cursor else {
             return Ok(None);
         };
@@ -45,6 +54,7 @@ impl PageQuery {
             .decode(c)
             .ok()
             .and_then(|b| String::from_utf8(b).ok())
+            .and_then(|key| parse(&key))
             .map(Some)
             .ok_or_else(|| {
                 ApiError::validation(vec![FieldError {
@@ -53,6 +63,18 @@ impl PageQuery {
                     message: "cursor is not one this server issued".into(),
                 }])
             })
+    }
+}
+
+/// Finishes a page fetched with `limit + 1` rows: drops the extra row and
+/// returns the `next_cursor` (the last kept row's sort key), or `None` on the
+/// last page.
+pub fn finish_page<T>(rows: &mut Vec<T>, limit: u32, key: impl Fn(&T) -> String) -> Option<String> {
+    if rows.len() > limit as usize {
+        rows.truncate(limit as usize);
+        rows.last().map(|r| encode_cursor(&key(r)))
+    } else {
+        None
     }
 }
 

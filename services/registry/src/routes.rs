@@ -17,7 +17,7 @@ use signet_core::ids::{TenantId, Timestamp};
 use signet_core::names::ServerName;
 use signet_http::auth::Role;
 use signet_http::body::read_value;
-use signet_http::pagination::encode_cursor;
+use signet_http::pagination::finish_page;
 use signet_http::problem::{ApiError, FieldError, ProblemBody};
 use signet_http::tenant::tenant_not_found;
 use signet_http::{StrictJson, TenantScope};
@@ -612,12 +612,7 @@ pub async fn list_servers(
         .servers(scope.tenant(), &query)
         .await
         .map_err(store_error)?;
-    let next_cursor = if rows.len() > limit as usize {
-        rows.truncate(limit as usize);
-        rows.last().map(|(k, _)| encode_cursor(k))
-    } else {
-        None
-    };
+    let next_cursor = finish_page(&mut rows, limit, |(key, _)| key.clone());
     Ok(Json(ServerPage {
         items: rows.into_iter().map(|(_, r)| r).collect(),
         next_cursor,

@@ -41,6 +41,21 @@ pub struct ServerQuery {
     pub limit: u32,
 }
 
+/// The SQL `LIKE` pattern (with `ESCAPE '\'`) matching `q` as a
+/// case-insensitive literal substring: `%`, `_` and `\` in `q` match only
+/// themselves. Both store backends search with it.
+pub fn like_pattern(q: &str) -> String {
+    let mut p = String::from("%");
+    for c in q.to_lowercase().chars() {
+        if matches!(c, '%' | '_' | '\\') {
+            p.push('\\');
+        }
+        p.push(c);
+    }
+    p.push('%');
+    p
+}
+
 /// Servers, immutable versions, their status and reviews, attestation keys.
 ///
 /// Every method takes the tenant first. Implementations keep the document
@@ -110,4 +125,16 @@ pub trait RegistryStore: Send + Sync + 'static {
         tenant: &TenantId,
         key: &StoredKey,
     ) -> Result<StoredKey, RegistryStoreError>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::like_pattern;
+
+    #[test]
+    fn like_patterns_escape_wildcards() {
+        assert_eq!(like_pattern("ACME"), "%acme%");
+        assert_eq!(like_pattern("100%"), "%100\\%%");
+        assert_eq!(like_pattern("a_b\\c"), "%a\\_b\\\\c%");
+    }
 }

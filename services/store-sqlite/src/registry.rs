@@ -6,7 +6,7 @@ use signet_registry::model::{
     Action, NewVersion, PublishOutcome, Review, ServerRow, Status, StatusChange, StatusRow,
     StoredKey, StoredVersion, VersionMeta,
 };
-use signet_registry::store::ServerQuery;
+use signet_registry::store::{ServerQuery, like_pattern};
 use signet_registry::{RegistryStore, RegistryStoreError};
 use signet_tenancy::StoreError;
 use signet_tenancy::model::NewAuditEvent;
@@ -65,18 +65,6 @@ const SERVER_COLUMNS: &str = "s.name, s.display_name, s.created_at,
     (SELECT COUNT(*) FROM versions v WHERE v.tenant_id = s.tenant_id AND v.server = s.name) AS version_count";
 
 const SELECT_DISPLAY: &str = "SELECT display_name FROM servers WHERE tenant_id = ? AND name = ?";
-
-fn like_pattern(q: &str) -> String {
-    let mut p = String::from("%");
-    for c in q.to_lowercase().chars() {
-        if matches!(c, '%' | '_' | '\\') {
-            p.push('\\');
-        }
-        p.push(c);
-    }
-    p.push('%');
-    p
-}
 
 async fn load_version(
     conn: &mut sqlx::SqliteConnection,

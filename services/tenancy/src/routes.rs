@@ -11,7 +11,7 @@ use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
 use signet_core::ids::{TenantId, Timestamp};
 use signet_http::auth::{Auth, Role};
-use signet_http::pagination::{PageQuery, encode_cursor};
+use signet_http::pagination::{PageQuery, finish_page};
 use signet_http::problem::{ApiError, FieldError, ProblemBody};
 use signet_http::tenant::tenant_not_found;
 use signet_http::{StrictJson, TenantScope};
@@ -463,16 +463,7 @@ pub async fn list_audit(
         cursor: q.cursor,
     };
     let limit = page.limit()?;
-    let after = match page.cursor()? {
-        None => None,
-        Some(c) => Some(c.parse::<i64>().map_err(|_| {
-            ApiError::validation(vec![FieldError {
-                pointer: "?cursor".into(),
-                code: "invalid_cursor".into(),
-                message: "cursor is not one this server issued".into(),
-            }])
-        })?),
-    };
+    let after = page.cursor_as(|key| key.parse::<i64>().ok())?;
     let filter = AuditFilter {
         server: q.server,
         kind: q.kind,
@@ -482,11 +473,6 @@ pub async fn list_audit(
         .audit(scope.tenant(), &filter, after, limit + 1)
         .await
         .map_err(store_error)?;
-    let next_cursor = if items.len() > limit as usize {
-        items.truncate(limit as usize);
-        items.last().map(|e| encode_cursor(&e.id.to_string()))
-    } else {
-        None
-    };
+    let next_cursor = finish_page(&mut items, limit, |e| e.id.to_string());
     Ok(Json(AuditPage { items, next_cursor }))
 }
