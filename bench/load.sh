@@ -8,8 +8,8 @@
 # Starts a release build of `signet serve` (dev mode, a temporary data
 # directory; SQLite unless DATABASE_URL is set — a PostgreSQL database named
 # there is dropped and recreated) pinned to CPU 0, and runs wrk pinned to
-# CPU 1, so server and load generator do not fight for a core (DESIGN.md,
-# "Non-functional targets"). Each scenario gets a warm-up, then a measured
+# CPU 1, so server and load generator do not fight for a core (the targets
+# in bench/README.md). Each scenario gets a warm-up, then a measured
 # run; every figure is printed beside the /healthz baseline of the same run,
 # because ratios travel between machines and absolute numbers do not.
 #

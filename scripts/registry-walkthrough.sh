@@ -70,7 +70,7 @@ conformant=$(curl -sS -X POST "$S/versions/1.0.0/verify?mode=strict" "${auth[@]}
 curl -sS "$S/versions/1.0.0/attestation" "${auth[@]}" >"$work/attestation.jwt"
 curl -sS "http://127.0.0.1:$PORT/v1/tenants/dev/jwks.json" "${auth[@]}" >"$work/jwks.json"
 python3 -m venv "$work/venv" >/dev/null
-"$work/venv/bin/pip" install --quiet --disable-pip-version-check "pyjwt[crypto]" >/dev/null || fail "cannot install PyJWT"
+"$work/venv/bin/pip" install --quiet --disable-pip-version-check "pyjwt==2.15.1" "cryptography==50.0.2" >/dev/null || fail "cannot install PyJWT"
 "$work/venv/bin/python" examples/verify_attestation.py "$work/attestation.jwt" "$work/jwks.json" "$digest" >/dev/null \
     || fail "PyJWT did not verify the attestation"
 

@@ -212,6 +212,9 @@ pub struct TestApp {
     pub authn: Arc<Authenticator>,
     /// The database (kept alive).
     pub db: FreshDb,
+    /// The server encryption key (base64) sealing the tenants' attestation
+    /// keys: `encryption_key` of the configuration, or a fixed test key.
+    pub encryption_key: String,
 }
 
 /// A response, read whole.
@@ -261,6 +264,24 @@ impl Resp {
     }
 }
 
+/// The real application router over `store`, as `signet serve` builds it.
+fn app_router(cfg: &Config, store: &Store, authn: &Arc<Authenticator>, key: &str) -> Router {
+    let keyring =
+        Arc::new(signet_registry::keys::Keyring::from_base64(key).expect("encryption key"));
+    app::build(AppContext {
+        tenants: store.tenants(),
+        registry: signet_server::registry_wiring::registry_state(
+            store,
+            keyring,
+            cfg.limits.clone(),
+        ),
+        authn: authn.clone(),
+        metrics: Arc::new(Metrics::default()),
+        body_limit: cfg.body_limit_bytes,
+        request_timeout: Duration::from_secs(cfg.request_timeout_secs),
+    })
+}
+
 impl TestApp {
     /// A new app on a fresh database, with a fresh tenant.
     pub async fn new() -> TestApp {
@@ -281,21 +302,18 @@ impl TestApp {
             .await
             .expect("open store");
         let authn = Arc::new(Authenticator::new(issuers, cfg.auth.leeway_secs));
-        let keyring = Arc::new(signet_registry::keys::Keyring::new(&[42u8; 32]).expect("keyring"));
-        let router = app::build(AppContext {
-            tenants: store.tenants(),
-            registry: signet_server::registry_wiring::registry_state(&store, keyring),
-            authn: authn.clone(),
-            metrics: Arc::new(Metrics::default()),
-            body_limit: cfg.body_limit_bytes,
-            request_timeout: Duration::from_secs(cfg.request_timeout_secs),
-        });
+        let encryption_key = cfg
+            .encryption_key
+            .clone()
+            .unwrap_or_else(|| base64::engine::general_purpose::STANDARD.encode([42u8; 32]));
+        let router = app_router(&cfg, &store, &authn, &encryption_key);
         let mut app = TestApp {
             router,
             store,
             tenant: TenantId::parse("placeholder").unwrap(),
             authn,
             db,
+            encryption_key,
         };
         app.tenant = app.new_tenant().await;
         app
@@ -309,15 +327,7 @@ impl TestApp {
             .await
             .expect("open store");
         let authn = Arc::new(Authenticator::new(test_issuers(), cfg.auth.leeway_secs));
-        let keyring = Arc::new(signet_registry::keys::Keyring::new(&[42u8; 32]).expect("keyring"));
-        let router = app::build(AppContext {
-            tenants: store.tenants(),
-            registry: signet_server::registry_wiring::registry_state(&store, keyring),
-            authn: authn.clone(),
-            metrics: Arc::new(Metrics::default()),
-            body_limit: cfg.body_limit_bytes,
-            request_timeout: Duration::from_secs(cfg.request_timeout_secs),
-        });
+        let router = app_router(&cfg, &store, &authn, &self.encryption_key);
         TestApp {
             router,
             store,
@@ -327,6 +337,19 @@ impl TestApp {
                 url: self.db.url.clone(),
                 dir: tempfile::tempdir().expect("tempdir"),
             },
+            encryption_key: self.encryption_key.clone(),
+        }
+    }
+
+    /// The PostgreSQL registry change listener of this app (`None` on
+    /// SQLite, which runs as one process and needs none): wait on it for
+    /// `LISTEN` to be in effect, or for notifications to arrive.
+    pub fn registry_listener(
+        &self,
+    ) -> Option<tokio::sync::watch::Receiver<signet_store_postgres::ListenerStatus>> {
+        match &self.store {
+            Store::Postgres(pg) => Some(pg.listener_status()),
+            Store::Sqlite(_) => None,
         }
     }
 

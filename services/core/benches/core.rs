@@ -1,5 +1,10 @@
-//! Core benchmarks (DESIGN.md "Non-functional targets"; the issue's
-//! budgets: each signature operation ≤ 5 ms, a 1 KiB argument key ≤ 2 µs).
+//! Core benchmarks (targets in bench/README.md: each signature operation
+//! ≤ 5 ms, a 1 KiB argument key ≤ 2 µs).
+//!
+//! The `uri_template_*` and `verify_pathological_template_*` cases time a
+//! template built to make a backtracking matcher explode (six `{+var}`
+//! expressions against a long URI that fails at the last character);
+//! matching must stay linear in the URI.
 //!
 //! Uses the GitHub MCP server's 117 tool definitions from realdata when
 //! present (`$SIGNET_REALDATA` or `../../../shared/realdata`), otherwise a
@@ -17,6 +22,7 @@ use signet_core::card::{Limits, ServerCard};
 use signet_core::digest::{digest, digest_key};
 use signet_core::ops;
 use signet_core::reduce::reduce_signature;
+use signet_core::uri_template::{UriTemplate, template_matches};
 
 fn github_tools() -> Vec<Value> {
     let dir = std::env::var_os("SIGNET_REALDATA")
@@ -103,5 +109,32 @@ fn benches(c: &mut Criterion) {
     });
 }
 
-criterion_group!(core, benches);
+fn pathological_templates(c: &mut Criterion) {
+    const TEMPLATES: [&str; 2] = [
+        "x://{+a}{+b}{+c}{+d}{+e}{+f}!",
+        "x://{+a}a{+b}a{+c}a{+d}a{+e}a{+f}!",
+    ];
+    let uri = format!("x://{}", "a".repeat(10_000));
+    c.bench_function("uri_template_pathological_10k", |b| {
+        b.iter(|| template_matches(black_box(TEMPLATES[0]), black_box(&uri)))
+    });
+    c.bench_function("uri_template_pathological_separated_10k", |b| {
+        b.iter(|| template_matches(black_box(TEMPLATES[1]), black_box(&uri)))
+    });
+    let compiled = UriTemplate::parse(TEMPLATES[1]);
+    c.bench_function("uri_template_pathological_separated_10k_compiled", |b| {
+        b.iter(|| compiled.matches(black_box(&uri)))
+    });
+    // What `signet signature verify` does: an 80-character URI, as in the
+    // original report, against a card holding the template.
+    let doc = json!({"name": "io.example/patho", "version": "1.0.0", "signature": {
+        "resourceTemplates": [{"uriTemplate": TEMPLATES[0], "name": "patho"}]}});
+    let card = ServerCard::from_value(&doc, &Limits::default()).unwrap();
+    let observed = json!({"resources": [{"uri": format!("x://{}", "a".repeat(80)), "name": "r"}]});
+    c.bench_function("verify_pathological_template_80", |b| {
+        b.iter(|| ops::verify_card(black_box(&card), black_box(&observed), Mode::Strict).unwrap())
+    });
+}
+
+criterion_group!(core, benches, pathological_templates);
 criterion_main!(core);

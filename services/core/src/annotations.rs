@@ -41,7 +41,8 @@
 //! A possibility is *at most as dangerous* as another when it is on every
 //! hint ([`Annotations::at_most_as_dangerous_as`]); an observation is
 //! *less safe* than a signature when no declared possibility is at least as
-//! dangerous.
+//! dangerous. `docs/SEMANTICS.md` (section 3) describes normalisation and
+//! the danger order for readers outside the code.
 
 use std::cmp::Ordering;
 

@@ -39,6 +39,9 @@
 //! result must be refused). The offline CLI exits 1 when
 //! [`VerifyReport::fails`]: any violation under strict or permissive, never
 //! under advisory.
+//!
+//! `docs/SEMANTICS.md` (sections 5, 6 and 9) describes containment, the
+//! modes and template matching for readers outside the code.
 
 use std::collections::BTreeSet;
 use std::fmt;
@@ -57,6 +60,8 @@ use crate::card::{
 use crate::digest::canonical_bytes;
 use crate::error::{ValidationErrors, pointer_index, pointer_push};
 use crate::reduce::reduce_annotations;
+use crate::uri_template::UriTemplate;
+pub use crate::uri_template::template_matches;
 
 /// Enforcement mode (SEP-2091 "Enforcement Modes").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
@@ -450,14 +455,19 @@ pub fn check(sig: &Signature, obs: &Observation, mode: Mode) -> VerifyReport {
             }
         }
     }
+    // Compiled once: each observed resource may be tried against each.
+    let templates: Vec<UriTemplate> = if obs.resources.is_empty() {
+        Vec::new()
+    } else {
+        sig.resource_templates
+            .iter()
+            .map(|t| UriTemplate::parse(&t.uri_template))
+            .collect()
+    };
     for (p, r) in &obs.resources {
         if let Some(d) = sig.resources.iter().find(|d| d.uri == r.uri) {
             text_notices(&r.raw, &d.raw, p, &r.uri, &mut f);
-        } else if !sig
-            .resource_templates
-            .iter()
-            .any(|t| template_matches(&t.uri_template, &r.uri))
-        {
+        } else if !templates.iter().any(|t| t.matches(&r.uri)) {
             f.violation(
                 ViolationKind::UndeclaredResource,
                 p.clone(),
@@ -728,57 +738,6 @@ fn policy_set<T: Ord + Copy>(
             observed: Some(show(*v)),
         });
     }
-}
-
-/// True when `uri` is an expansion of the RFC 6570 `template`. Simple
-/// `{var}` expressions match text without `/`, `?` or `#`; `{+var}` and
-/// `{#var}` match anything; `{/var}`, `{.var}`, `{;var}` match text without
-/// `?` or `#`; `{?var}` and `{&var}` match the rest of a query.
-pub fn template_matches(template: &str, uri: &str) -> bool {
-    enum Part<'a> {
-        Lit(&'a str),
-        Var(fn(char) -> bool),
-    }
-    let mut parts = Vec::new();
-    let mut rest = template;
-    while let Some(open) = rest.find('{') {
-        if open > 0 {
-            parts.push(Part::Lit(&rest[..open]));
-        }
-        let Some(close) = rest[open..].find('}') else {
-            return template == uri;
-        };
-        let expr = &rest[open + 1..open + close];
-        let allowed: fn(char) -> bool = match expr.chars().next() {
-            Some('+' | '#' | '?' | '&') => |_| true,
-            Some('/' | '.' | ';') => |c| c != '?' && c != '#',
-            _ => |c| c != '/' && c != '?' && c != '#',
-        };
-        parts.push(Part::Var(allowed));
-        rest = &rest[open + close + 1..];
-    }
-    if !rest.is_empty() {
-        parts.push(Part::Lit(rest));
-    }
-    fn go(parts: &[Part<'_>], s: &str) -> bool {
-        match parts.split_first() {
-            None => s.is_empty(),
-            Some((Part::Lit(l), tail)) => s.strip_prefix(l).is_some_and(|r| go(tail, r)),
-            Some((Part::Var(ok), tail)) => {
-                let mut end = 0;
-                loop {
-                    if go(tail, &s[end..]) {
-                        return true;
-                    }
-                    match s[end..].chars().next() {
-                        Some(c) if ok(c) => end += c.len_utf8(),
-                        _ => return false,
-                    }
-                }
-            }
-        }
-    }
-    go(&parts, uri)
 }
 
 #[cfg(test)]

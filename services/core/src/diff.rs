@@ -22,6 +22,7 @@
 //! point into the new document, or into the old one for removals. Changes
 //! are ordered: card members by key, then tools, prompts, resources and
 //! templates by name, each item's changes in the order of the table.
+//! `docs/SEMANTICS.md` (section 7) describes the same classification.
 
 use std::collections::{BTreeMap, BTreeSet};
 

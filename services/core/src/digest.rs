@@ -16,6 +16,8 @@
 //!
 //! Integers that do not fit an IEEE-754 double exactly are rounded to the
 //! nearest double first, as RFC 8785 §3.2.2.3 requires of every number.
+//! `docs/SEMANTICS.md` (section 2) describes the same for readers outside
+//! the code.
 
 use serde_json::{Map, Number, Value};
 use sha2::{Digest, Sha256};

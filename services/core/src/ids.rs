@@ -7,7 +7,7 @@ use std::fmt;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-/// A tenant identifier: `[a-z0-9][a-z0-9-]{1,62}` (DESIGN.md, Tenants).
+/// A tenant identifier: `[a-z0-9][a-z0-9-]{1,62}`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct TenantId(String);
 

@@ -15,6 +15,8 @@
 //! | trailing characters, truncation     | [`JsonErrorKind::Syntax`]      |
 //!
 //! Depth counts containers: `1` is depth 0, `[1]` is depth 1, `{"a":[1]}` 2.
+//! `docs/SEMANTICS.md` (section 10) lists these input rules with the card
+//! limits.
 
 use std::fmt;
 

@@ -13,8 +13,12 @@
 //!   [`Mode`]s;
 //! - [`diff`]: capability diff between two versions;
 //! - [`scope`]: the scope envelope of a signature;
+//! - [`uri_template`]: RFC 6570 template matching in bounded time;
 //! - [`ops`]: the pure entry points behind the CLI and HTTP API;
 //! - [`json`]: strict JSON input; [`ids`]: shared identifiers.
+//!
+//! The rules these modules apply are described, for readers of the
+//! project rather than of the code, in `docs/SEMANTICS.md`.
 //!
 //! Core must never know about IO, HTTP, SQL, async runtimes (no tokio),
 //! clocks, configuration files or any service crate. Everything here is a
@@ -33,5 +37,6 @@ pub mod names;
 pub mod ops;
 pub mod reduce;
 pub mod scope;
+pub mod uri_template;
 
 pub use contain::Mode;

@@ -1,7 +1,7 @@
 //! Identity of servers and versions: parse-don't-validate newtypes.
 //!
 //! Identity rules are decided here, once, so that storage can put a unique
-//! index on the canonical columns (STYLE.md: crates.io once held hundreds of
+//! index on the canonical columns (crates.io once held hundreds of
 //! versions differing only in build metadata).
 //!
 //! - [`ServerName`]: the official registry's shape, reverse-DNS namespace,

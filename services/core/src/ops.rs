@@ -1,7 +1,7 @@
 //! Pure entry points behind the offline CLI (`signet signature
 //! digest|reduce|verify|diff`) and the HTTP API. Inputs are parsed JSON
 //! values (parse bytes with [`crate::json::parse_strict`] first); outputs
-//! serialise to the shapes DESIGN.md gives for both.
+//! serialise to the shapes the HTTP API and the CLI share.
 //!
 //! Documents are validated under [`Limits::default`] unless a `_with`
 //! variant takes explicit limits.

@@ -26,7 +26,8 @@
 //! hints explicitly), so a client never has to know the defaults. All
 //! other tool members (`name`, `description`, `inputSchema`,
 //! `securitySchemes`, `resolve`, unknown fields, ...) are kept as declared.
-//! Tools keep their declared order.
+//! Tools keep their declared order. `docs/SEMANTICS.md` (section 4)
+//! describes the same rules for readers outside the code.
 
 use serde_json::{Map, Value};
 

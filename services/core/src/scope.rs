@@ -10,7 +10,7 @@
 //! no `securitySchemes` fall back to the provider's default scopes at
 //! planning time and are listed in [`ScopeEnvelope::tools_without_schemes`].
 //! Planning the *least* privilege for concrete calls lives in the scope
-//! service; this is only the ceiling.
+//! service; this is only the ceiling (`docs/SEMANTICS.md`, section 8).
 
 use std::collections::{BTreeMap, BTreeSet};
 

@@ -1,5 +1,5 @@
 //! Token verification cost: a cache hit (target ≤ 2 µs) and a full EdDSA
-//! verification on a miss (target ≤ 25 µs), DESIGN.md "Non-functional targets".
+//! verification on a miss (target ≤ 25 µs); targets in bench/README.md.
 
 // criterion_group! generates undocumented functions.
 #![allow(missing_docs)]

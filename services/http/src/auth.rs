@@ -1,7 +1,7 @@
 //! Bearer-token authentication.
 //!
 //! Every request that touches tenant data carries `Authorization: Bearer
-//! <JWT>`. Verification is explicit and strict (DESIGN.md "Input rules"):
+//! <JWT>`. Verification is explicit and strict (ARCHITECTURE.md, "Auth"):
 //!
 //! - the header is at most 8 KiB and the token has exactly three segments;
 //! - the issuer (`iss`) selects a configured issuer; its algorithm allow-list

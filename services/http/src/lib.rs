@@ -9,6 +9,7 @@
 
 pub mod auth;
 pub mod body;
+pub mod cpu;
 pub mod pagination;
 pub mod problem;
 pub mod tenant;

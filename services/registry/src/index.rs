@@ -8,7 +8,8 @@
 //! after a short TTL as a safety net.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::hash::{Hash, Hasher};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use signet_core::ids::TenantId;
@@ -92,15 +93,36 @@ impl ServerIndex {
     }
 }
 
+/// Number of generation stripes; servers hash onto them.
+const STRIPES: usize = 64;
+
 /// The index itself.
+///
+/// A reader that misses loads the server's versions from the store and
+/// stores what it read. A write may commit (and evict) while that load is in
+/// flight, so the reader would store a copy older than the eviction — and a
+/// revoked version would keep answering `304` until the TTL. To prevent it,
+/// every server hashes onto a stripe with a generation: an eviction bumps the
+/// stripe's generation under its lock, and a loaded copy is stored only if the
+/// generation it saw before reading the store is still current (checked under
+/// the same lock). A copy read before an eviction is therefore never stored
+/// after it. Reads of the cache itself take no lock.
 pub struct EtagIndex {
     cache: moka::sync::Cache<(TenantId, String), Arc<ServerIndex>>,
+    stripes: Box<[Mutex<u64>]>,
 }
 
 impl Default for EtagIndex {
     fn default() -> Self {
         Self::new(100_000, Duration::from_secs(30))
     }
+}
+
+/// The generation a reader saw before it read the store (see [`EtagIndex`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ticket {
+    stripe: usize,
+    generation: u64,
 }
 
 impl EtagIndex {
@@ -111,30 +133,97 @@ impl EtagIndex {
                 .max_capacity(capacity)
                 .time_to_live(ttl)
                 .build(),
+            stripes: (0..STRIPES).map(|_| Mutex::new(0)).collect(),
         }
+    }
+
+    fn stripe(tenant: &TenantId, server_key: &str) -> usize {
+        let mut h = std::hash::DefaultHasher::new();
+        (tenant.as_str(), server_key).hash(&mut h);
+        (h.finish() as usize) % STRIPES
+    }
+
+    fn lock(&self, stripe: usize) -> std::sync::MutexGuard<'_, u64> {
+        // A poisoned stripe only means a panic elsewhere while holding a
+        // counter; the counter itself is always valid.
+        self.stripes[stripe]
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
     }
 
     /// The cached entry.
     pub fn get(&self, tenant: &TenantId, server_key: &str) -> Option<Arc<ServerIndex>> {
-        // Avoid allocating on the hot path: moka needs an owned key, so
-        // build it once.
         self.cache.get(&(tenant.clone(), server_key.to_owned()))
     }
 
-    /// Stores an entry.
-    pub fn put(&self, tenant: &TenantId, server_key: &str, idx: Arc<ServerIndex>) {
+    /// Takes a ticket before reading the store for `server_key`.
+    pub fn ticket(&self, tenant: &TenantId, server_key: &str) -> Ticket {
+        let stripe = Self::stripe(tenant, server_key);
+        Ticket {
+            stripe,
+            generation: *self.lock(stripe),
+        }
+    }
+
+    /// Stores an entry read under `ticket`, unless a write evicted the server
+    /// (or anything on its stripe) since the ticket was taken. Returns
+    /// whether it was stored.
+    pub fn put(
+        &self,
+        ticket: Ticket,
+        tenant: &TenantId,
+        server_key: &str,
+        idx: Arc<ServerIndex>,
+    ) -> bool {
+        let generation = self.lock(ticket.stripe);
+        if *generation != ticket.generation {
+            return false;
+        }
         self.cache
             .insert((tenant.clone(), server_key.to_owned()), idx);
+        true
+    }
+
+    /// The entry for `server_key`, loading it with `load` on a miss. The
+    /// loaded copy is stored only if no eviction happened while it loaded;
+    /// either way the caller gets what was read (it is at least as fresh as
+    /// the request).
+    pub async fn get_or_load<E, F>(
+        &self,
+        tenant: &TenantId,
+        server_key: &str,
+        load: F,
+    ) -> Result<Arc<ServerIndex>, E>
+    where
+        F: Future<Output = Result<Vec<VersionMeta>, E>>,
+    {
+        if let Some(idx) = self.get(tenant, server_key) {
+            return Ok(idx);
+        }
+        let ticket = self.ticket(tenant, server_key);
+        let versions = load.await?;
+        let idx = Arc::new(ServerIndex::build(&versions));
+        self.put(ticket, tenant, server_key, idx.clone());
+        Ok(idx)
     }
 
     /// Forgets one server (after any write to it).
     pub fn evict(&self, tenant: &TenantId, server_key: &str) {
+        let stripe = Self::stripe(tenant, server_key);
+        let mut generation = self.lock(stripe);
+        *generation += 1;
         self.cache
             .invalidate(&(tenant.clone(), server_key.to_owned()));
     }
 
     /// Forgets everything (after a lost change notification).
     pub fn clear(&self) {
+        // Hold every stripe so that no reader stores a copy between the
+        // generation bump and the wholesale invalidation.
+        let mut guards: Vec<_> = (0..STRIPES).map(|i| self.lock(i)).collect();
+        for g in &mut guards {
+            **g += 1;
+        }
         self.cache.invalidate_all();
     }
 }
@@ -186,6 +275,71 @@ mod tests {
         ];
         assert_eq!(latest(&pre).unwrap().version, "0.1.0-beta");
         assert!(latest(&[meta("1.0.0", Status::Pending)]).is_none());
+    }
+
+    fn index_of(vs: &[VersionMeta]) -> Arc<ServerIndex> {
+        Arc::new(ServerIndex::build(vs))
+    }
+
+    /// The race of a revoked version answering 304, forced deterministically:
+    /// a reader misses and reads the store (seeing 1.0.0 approved); while its
+    /// read is in flight a revocation commits and evicts; the reader must not
+    /// then store its stale copy.
+    #[tokio::test]
+    async fn a_copy_read_before_an_eviction_is_never_stored_after_it() {
+        let idx = EtagIndex::default();
+        let t = TenantId::parse("acme").unwrap();
+        let stale = vec![meta("1.0.0", Status::Approved)];
+        let got = idx
+            .get_or_load(&t, "files", async {
+                // The write lands while the store read is in flight.
+                idx.evict(&t, "files");
+                Ok::<_, ()>(stale.clone())
+            })
+            .await
+            .unwrap();
+        assert_eq!(
+            got.latest.as_deref(),
+            Some("1.0.0"),
+            "the reader still gets its answer"
+        );
+        assert!(
+            idx.get(&t, "files").is_none(),
+            "the stale copy must not be cached after the eviction"
+        );
+        // The next reader loads afresh and, with no write in between, stores.
+        let fresh = vec![meta("1.0.0", Status::Revoked)];
+        let got = idx
+            .get_or_load(&t, "files", async { Ok::<_, ()>(fresh.clone()) })
+            .await
+            .unwrap();
+        assert!(got.latest.is_none());
+        assert!(idx.get(&t, "files").unwrap().latest.is_none());
+    }
+
+    #[tokio::test]
+    async fn clear_also_fences_readers_in_flight() {
+        let idx = EtagIndex::default();
+        let t = TenantId::parse("acme").unwrap();
+        idx.get_or_load(&t, "files", async {
+            idx.clear();
+            Ok::<_, ()>(vec![meta("1.0.0", Status::Approved)])
+        })
+        .await
+        .unwrap();
+        assert!(idx.get(&t, "files").is_none());
+    }
+
+    #[test]
+    fn tickets_of_other_servers_survive_unrelated_evictions_mostly() {
+        let idx = EtagIndex::default();
+        let t = TenantId::parse("acme").unwrap();
+        let ticket = idx.ticket(&t, "a");
+        idx.evict(&t, "a");
+        assert!(!idx.put(ticket, &t, "a", index_of(&[])));
+        let ticket = idx.ticket(&t, "a");
+        assert!(idx.put(ticket, &t, "a", index_of(&[])));
+        assert!(idx.get(&t, "a").is_some());
     }
 
     #[test]

@@ -11,11 +11,15 @@
 //! Like every service crate it may depend on `signet-core` and `signet-http`,
 //! never on another service crate and never on SQL.
 
+pub mod error;
 pub mod index;
 pub mod keys;
 pub mod model;
 pub mod routes;
+pub mod service;
+pub mod state;
 pub mod store;
 
-pub use routes::{PolicySource, RegistryPolicy, RegistryState, router};
+pub use routes::router;
+pub use state::{PolicySource, RegistryPolicy, RegistryState};
 pub use store::{RegistryStore, RegistryStoreError};

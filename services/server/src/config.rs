@@ -10,6 +10,7 @@ use anyhow::{Context, bail};
 use figment::Figment;
 use figment::providers::{Env, Format, Serialized, Toml};
 use serde::{Deserialize, Serialize};
+use signet_core::card::Limits;
 
 /// The whole configuration.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -46,6 +47,10 @@ pub struct Config {
     /// Logs, traces and metrics export (`[telemetry]`).
     #[serde(default)]
     pub telemetry: TelemetryConfig,
+    /// Limits on published documents (`[limits]`): size, counts, depth.
+    /// Everything that re-reads a stored document uses the same limits.
+    #[serde(default)]
+    pub limits: Limits,
 }
 
 /// Token verification settings.
@@ -172,6 +177,7 @@ impl Default for Config {
                 statement_timeout_secs: 10,
             },
             telemetry: TelemetryConfig::default(),
+            limits: Limits::default(),
         }
     }
 }
@@ -255,6 +261,20 @@ impl Config {
         for s in &self.services {
             if !matches!(s.as_str(), "registry" | "resolve" | "scope") {
                 bail!("services: unknown service {s:?} (known: registry, resolve, scope)");
+            }
+        }
+        let l = &self.limits;
+        for (name, value) in [
+            ("max_document_bytes", l.max_document_bytes),
+            ("max_tools", l.max_tools),
+            ("max_items", l.max_items),
+            ("max_depth", l.max_depth),
+            ("max_possibilities", l.max_possibilities),
+            ("max_name_chars", l.max_name_chars),
+            ("max_card_description_chars", l.max_card_description_chars),
+        ] {
+            if value == 0 {
+                bail!("limits.{name} must be greater than 0");
             }
         }
         if self.services.is_empty() {

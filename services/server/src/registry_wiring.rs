@@ -63,7 +63,7 @@ pub struct RegistryTenantHooks(pub RegistryState);
 #[async_trait]
 impl signet_tenancy::TenantHooks for RegistryTenantHooks {
     async fn tenant_created(&self, tenant: &TenantId) -> Result<(), String> {
-        signet_registry::routes::tenant_key(&self.0, tenant)
+        signet_registry::service::tenant_key(&self.0, tenant)
             .await
             .map(|_| ())
             .map_err(|e| e.to_string())
@@ -100,7 +100,7 @@ fn load_or_create_key_file(dir: &Path) -> anyhow::Result<Keyring> {
 }
 
 /// The registry's state over `store`.
-pub fn registry_state(store: &Store, keyring: Arc<Keyring>) -> RegistryState {
+pub fn registry_state(store: &Store, keyring: Arc<Keyring>, limits: Limits) -> RegistryState {
     let index = Arc::new(EtagIndex::default());
     if let Store::Postgres(pg) = store {
         let (a, b) = (index.clone(), index.clone());
@@ -118,6 +118,6 @@ pub fn registry_state(store: &Store, keyring: Arc<Keyring>) -> RegistryState {
         policies: Arc::new(TenancyPolicies(store.tenants())),
         keyring,
         index,
-        limits: Limits::default(),
+        limits,
     }
 }

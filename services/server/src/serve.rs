@@ -151,7 +151,7 @@ pub async fn start(cfg: Config, listener: Option<TcpListener>) -> anyhow::Result
     let keyring = Arc::new(crate::registry_wiring::keyring(&cfg)?);
     let ctx = AppContext {
         tenants: store.tenants(),
-        registry: crate::registry_wiring::registry_state(&store, keyring),
+        registry: crate::registry_wiring::registry_state(&store, keyring, cfg.limits.clone()),
         authn,
         metrics: Arc::new(Metrics::default()),
         body_limit: cfg.body_limit_bytes,

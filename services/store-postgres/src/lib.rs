@@ -6,6 +6,7 @@
 //! constraints and triggers, so N stateless replicas can share one database.
 
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -18,6 +19,7 @@ use signet_tenancy::model::{
 use signet_tenancy::{StoreError, TenantStore};
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{PgPool, Row};
+use tokio::sync::watch;
 
 pub mod registry;
 
@@ -49,6 +51,22 @@ impl Default for PgSettings {
 #[derive(Clone, Debug)]
 pub struct PgStore {
     pool: PgPool,
+    listener: Arc<watch::Sender<ListenerStatus>>,
+}
+
+/// What the registry change listener of a [`PgStore`] has done so far, for
+/// whoever must know that changes from other replicas are being received
+/// (see [`PgStore::listener_status`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ListenerStatus {
+    /// `LISTEN` is in effect and the gap before it has been reported: every
+    /// change committed from now on reaches `on_change`, or a later gap is
+    /// reported.
+    pub listening: bool,
+    /// Notifications received so far, each handed to `on_change` before it
+    /// is counted (from any tenant, and from any schema of the database,
+    /// since channels are database-wide).
+    pub delivered: u64,
 }
 
 pub(crate) fn err(e: sqlx::Error) -> StoreError {
@@ -78,7 +96,10 @@ impl PgStore {
             .connect_with(opts)
             .await
             .map_err(err)?;
-        Ok(Self { pool })
+        Ok(Self {
+            pool,
+            listener: Arc::new(watch::Sender::new(ListenerStatus::default())),
+        })
     }
 
     /// The pool (for tests that check database-level guarantees).
@@ -373,12 +394,14 @@ impl PgStore {
     /// `on_change(tenant, server_key)` for each; calls `on_gap()` whenever
     /// notifications may have been missed (the connection dropped), so the
     /// caller can drop everything it cached. Runs until the pool closes.
+    /// A store runs one listener; [`PgStore::listener_status`] follows it.
     pub fn spawn_change_listener(
         &self,
         on_change: impl Fn(&str, &str) + Send + Sync + 'static,
         on_gap: impl Fn() + Send + Sync + 'static,
     ) -> tokio::task::JoinHandle<()> {
         let pool = self.pool.clone();
+        let status = self.listener.clone();
         tokio::spawn(async move {
             loop {
                 if pool.is_closed() {
@@ -399,18 +422,21 @@ impl PgStore {
                 }
                 // Anything cached before LISTEN took effect may be stale.
                 on_gap();
+                status.send_modify(|s| s.listening = true);
                 loop {
                     match listener.try_recv().await {
                         Ok(Some(n)) => {
                             if let Some((tenant, server)) = n.payload().split_once('\t') {
                                 on_change(tenant, server);
                             }
+                            status.send_modify(|s| s.delivered += 1);
                         }
                         Ok(None) => {
                             // The connection was lost and re-established.
                             on_gap();
                         }
                         Err(e) => {
+                            status.send_modify(|s| s.listening = false);
                             if pool.is_closed() {
                                 return;
                             }
@@ -423,5 +449,14 @@ impl PgStore {
                 }
             }
         })
+    }
+
+    /// Follows the change listener: a receiver that sees
+    /// [`ListenerStatus::listening`] turn true once `LISTEN` is in effect
+    /// (and the caches were cleared for the gap before it), and each
+    /// delivered notification. Readiness checks and tests wait on it instead
+    /// of guessing how long subscribing takes.
+    pub fn listener_status(&self) -> watch::Receiver<ListenerStatus> {
+        self.listener.subscribe()
     }
 }

@@ -79,7 +79,7 @@ pub struct Policy {
 }
 
 impl Default for Policy {
-    /// New tenants: `permissive`, approval required (DESIGN.md, Tenants).
+    /// New tenants: `permissive`, approval required.
     fn default() -> Self {
         Self {
             enforcement_mode: EnforcementMode::Permissive,

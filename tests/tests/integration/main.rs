@@ -4,6 +4,7 @@
 mod auth;
 mod cli;
 mod input;
+mod isolation;
 mod ops;
 mod registry;
 mod registry_realdata;

@@ -18,8 +18,8 @@ fn github_tools(realdata: &Path) -> Vec<Value> {
         .collect()
 }
 
-/// Our own reading of the normalisation rule (DESIGN.md "Normalised
-/// annotations"), written independently of signet-core as an oracle.
+/// Our own reading of the normalisation rule (docs/SEMANTICS.md,
+/// "Normalisation"), written independently of signet-core as an oracle.
 fn expected_hints(annotations: Option<&Value>) -> (bool, bool, bool, bool) {
     let get = |k: &str, default: bool| {
         annotations

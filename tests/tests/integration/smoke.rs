@@ -1,6 +1,6 @@
 //! Real-TCP smoke tests: startup in dev mode, tokens, graceful shutdown.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use signet_tests::*;
@@ -121,24 +121,45 @@ async fn shutdown_lets_in_flight_requests_finish() {
     let addr = running.addr;
     let body = br#"{"id":"inflight","name":"Finished after shutdown began"}"#;
     let mut sock = tokio::net::TcpStream::connect(addr).await.unwrap();
+    // `Expect: 100-continue` makes the server say when the handler starts
+    // reading the body: from then on the request is in flight.
     let head = format!(
-        "POST /v1/tenants HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        "POST /v1/tenants HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n",
         body.len()
     );
     sock.write_all(head.as_bytes()).await.unwrap();
+    sock.flush().await.unwrap();
+    let interim = read_head(&mut sock).await;
+    assert!(interim.starts_with("HTTP/1.1 100"), "{interim}");
     sock.write_all(&body[..10]).await.unwrap();
     sock.flush().await.unwrap();
-    tokio::time::sleep(Duration::from_millis(100)).await;
-    // Begin shutdown while the request body is still arriving.
+    // Begin shutdown while the request body is still arriving, and wait
+    // until the server has stopped accepting connections.
     let stopping = tokio::spawn(running.shutdown());
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while tokio::net::TcpStream::connect(addr).await.is_ok() {
+        assert!(Instant::now() < deadline, "still accepting after 5 s");
+        tokio::task::yield_now().await;
+    }
     sock.write_all(&body[10..]).await.unwrap();
     let mut resp = String::new();
     sock.read_to_string(&mut resp).await.unwrap();
     assert!(resp.starts_with("HTTP/1.1 201"), "{resp}");
     stopping.await.unwrap().unwrap();
-    // New connections are refused once stopped.
+    // New connections are still refused once stopped.
     assert!(tokio::net::TcpStream::connect(addr).await.is_err());
+}
+
+/// Reads one response head (up to the blank line) from `sock`.
+async fn read_head(sock: &mut tokio::net::TcpStream) -> String {
+    let mut head = Vec::new();
+    while !head.ends_with(b"\r\n\r\n") {
+        let mut byte = [0u8; 1];
+        let n = sock.read(&mut byte).await.unwrap();
+        assert_eq!(n, 1, "connection closed after {head:?}");
+        head.push(byte[0]);
+    }
+    String::from_utf8(head).unwrap()
 }
 
 #[tokio::test]

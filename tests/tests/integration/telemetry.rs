@@ -401,6 +401,20 @@ impl Secrets {
         }
     }
 
+    /// Remembers key material in every text form a log line could carry
+    /// it: hex, both base64 alphabets, and a debug-printed byte list.
+    fn add_bytes(&mut self, what: &str, bytes: &[u8]) {
+        use base64::Engine as _;
+        let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+        self.add(&format!("{what} (hex)"), &hex);
+        self.add(&format!("{what} (base64url)"), &b64(bytes));
+        self.add(
+            &format!("{what} (base64)"),
+            &base64::engine::general_purpose::STANDARD.encode(bytes),
+        );
+        self.add(&format!("{what} (bytes)"), &format!("{bytes:?}"));
+    }
+
     #[track_caller]
     fn assert_absent(&self, place: &str, haystack: &[u8]) {
         for (what, value) in &self.0 {
@@ -492,6 +506,157 @@ async fn tenancy_flow(app: &TestApp, secrets: &mut Secrets) {
     assert_eq!(r.status, 200);
 }
 
+/// The registry flow: publish, review, every read view (with a
+/// conditional read), diff, verify, attestation, JWKS, import and a status
+/// change, each with its own bearer token; the server encryption key and the
+/// tenant's attestation key are secrets too.
+async fn registry_flow(app: &TestApp, secrets: &mut Secrets) {
+    use base64::Engine as _;
+    let tenant = app.tenant.as_str();
+    let publisher = app.as_roles("paula-publisher", &["publisher"]);
+    let reviewer = app.as_roles("rick-reviewer", &["reviewer"]);
+    let reader = app.as_roles("rita-reader", &["reader"]);
+    let client = app.as_roles("gateway", &["client"]);
+    let admin = app.admin();
+    for (what, t) in [
+        ("publisher token", &publisher),
+        ("reviewer token", &reviewer),
+        ("reader token", &reader),
+        ("client token", &client),
+    ] {
+        secrets.add(what, t);
+    }
+    secrets.add("encryption key", &app.encryption_key);
+    let raw = base64::engine::general_purpose::STANDARD
+        .decode(&app.encryption_key)
+        .expect("a base64 encryption key");
+    secrets.add_bytes("encryption key", &raw);
+    let key = app
+        .store
+        .registry()
+        .tenant_key(&app.tenant)
+        .await
+        .unwrap()
+        .expect("the tenant's attestation key");
+    secrets.add("sealed attestation key", &key.private_sealed);
+    let pkcs8 = signet_registry::keys::Keyring::from_base64(&app.encryption_key)
+        .unwrap()
+        .open(&app.tenant, &key.private_sealed)
+        .expect("the key opens");
+    secrets.add_bytes("attestation key (PKCS#8)", &pkcs8);
+    // The Ed25519 seed: the 32-byte OCTET STRING inside the private-key
+    // OCTET STRING (04 22 04 20).
+    let at = pkcs8
+        .windows(4)
+        .position(|w| w == [0x04, 0x22, 0x04, 0x20])
+        .expect("an Ed25519 PKCS#8 document")
+        + 4;
+    secrets.add_bytes("attestation key (seed)", &pkcs8[at..at + 32]);
+
+    // Versions wait for a reviewer.
+    let r = app
+        .send(
+            "PUT",
+            &format!("/v1/tenants/{tenant}/policy"),
+            Some(&admin),
+            Some(json!({"enforcement_mode": "strict", "approval_required": true})),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.bytes));
+    let server = "io.github.acme/files";
+    let s = server.replace('/', "%2F");
+    let base = format!("/v1/tenants/{tenant}/servers/{s}");
+    let card = |version: &str| {
+        json!({
+            "name": server, "version": version, "description": "Files",
+            "signature": {"tools": [{"name": "read_file", "description": "Read a file",
+                "inputSchema": {"type": "object"},
+                "annotations": {"readOnlyHint": true, "openWorldHint": false}}],
+                "prompts": [], "resources": [], "resourceTemplates": []}
+        })
+    };
+    for (version, status) in [("1.0.0", 201), ("1.0.0", 200), ("1.1.0", 201)] {
+        let r = app
+            .send(
+                "PUT",
+                &format!("{base}/versions/{version}"),
+                Some(&publisher),
+                Some(card(version)),
+            )
+            .await;
+        assert_eq!(r.status, status, "{}", String::from_utf8_lossy(&r.bytes));
+    }
+    let r = app
+        .send(
+            "POST",
+            &format!("{base}/versions/1.0.0/review"),
+            Some(&reviewer),
+            Some(json!({"decision": "approve", "note": "fine"})),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.bytes));
+    let v = format!("{base}/versions/1.0.0");
+    let r = app.get(&v, &reader).await;
+    assert_eq!(r.status, 200);
+    let etag = r.header("etag").expect("an ETag");
+    let r = app
+        .send_raw("GET", &v, Some(&reader), None, &[("if-none-match", &etag)])
+        .await;
+    assert_eq!(r.status, 304);
+    for path in [
+        format!("/v1/tenants/{tenant}/servers"),
+        base.clone(),
+        format!("{base}/versions/latest"),
+        format!("{v}/signature"),
+        format!("{v}/tools"),
+        format!("{v}/card"),
+        format!("{base}/diff?from=1.0.0&to=1.1.0"),
+        format!("/v1/tenants/{tenant}/jwks.json"),
+    ] {
+        assert_eq!(app.get(&path, &client).await.status, 200, "{path}");
+    }
+    let r = app
+        .send(
+            "POST",
+            &format!("{v}/verify"),
+            Some(&client),
+            Some(json!({"tools": [{"name": "read_file", "inputSchema": {"type": "object"}}]})),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.bytes));
+    let r = app.get(&format!("{v}/attestation"), &client).await;
+    assert_eq!(r.status, 200);
+    assert_eq!(r.header("content-type").as_deref(), Some("application/jwt"));
+    let r = app
+        .send(
+            "POST",
+            &format!("/v1/tenants/{tenant}/import/server-json"),
+            Some(&publisher),
+            Some(json!({"name": "io.github.acme/weather", "version": "0.3.0", "description": "Weather"})),
+        )
+        .await;
+    assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.bytes));
+    let r = app
+        .send(
+            "POST",
+            &format!("{v}/status"),
+            Some(&admin),
+            Some(json!({"status": "revoked", "reason": "rotated"})),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.bytes));
+    // A refused request logs too: a reader may not publish.
+    let r = app
+        .send(
+            "PUT",
+            &format!("{base}/versions/2.0.0"),
+            Some(&reader),
+            Some(card("2.0.0")),
+        )
+        .await;
+    assert_eq!(r.status, 403);
+}
+
 #[tokio::test]
 async fn no_token_secret_or_upstream_header_reaches_logs_or_spans() {
     if !in_own_process("telemetry::no_token_secret_or_upstream_header_reaches_logs_or_spans") {
@@ -509,10 +674,12 @@ async fn no_token_secret_or_upstream_header_reaches_logs_or_spans() {
         c.telemetry.trace_filter = "trace".into();
     });
     let _default = telemetry.set_default();
-    let app = TestApp::new().await;
+    // A real, random encryption key rather than the suite's fixed one.
+    let key = signet_registry::keys::Keyring::generate_base64().unwrap();
+    let app = TestApp::build(test_issuers(), |c| c.encryption_key = Some(key)).await;
     let mut secrets = Secrets::default();
     tenancy_flow(&app, &mut secrets).await;
-    // The registry publish/review flow joins here when it lands.
+    registry_flow(&app, &mut secrets).await;
     telemetry.guard().flush();
 
     let text = logs.contents();

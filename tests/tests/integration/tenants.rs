@@ -90,15 +90,19 @@ async fn a_taken_id_is_409_and_bad_ids_are_422() {
     );
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn concurrent_creates_of_one_id_have_exactly_one_winner() {
     let app = std::sync::Arc::new(TestApp::new().await);
     let id = format!("race-{}", &uuid::Uuid::new_v4().simple().to_string()[..8]);
+    // The writers start together, on several worker threads.
+    let start = std::sync::Arc::new(tokio::sync::Barrier::new(12));
     let mut tasks = Vec::new();
     for i in 0..12 {
         let app = app.clone();
         let id = id.clone();
+        let start = start.clone();
         tasks.push(tokio::spawn(async move {
+            start.wait().await;
             let r = app
                 .send(
                     "POST",
@@ -195,7 +199,7 @@ async fn policy_round_trip_with_overrides() {
     );
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn if_match_guards_against_lost_updates() {
     let app = std::sync::Arc::new(TestApp::new().await);
     let t = app.admin();
@@ -212,15 +216,19 @@ async fn if_match_guards_against_lost_updates() {
         .await;
     let p = r.problem(412, "precondition_failed");
     assert_eq!(p["current_revision"], 1);
-    // Two writers who both read r1: exactly one wins.
-    let mut tasks = Vec::new();
-    for mode in [
+    // Writers who all read r1, starting together: exactly one wins.
+    let modes = [
         "strict", "advisory", "strict", "advisory", "strict", "advisory",
-    ] {
+    ];
+    let start = std::sync::Arc::new(tokio::sync::Barrier::new(modes.len()));
+    let mut tasks = Vec::new();
+    for mode in modes {
         let app = app.clone();
         let t = t.clone();
         let path = path.clone();
+        let start = start.clone();
         tasks.push(tokio::spawn(async move {
+            start.wait().await;
             let b = json!({"enforcement_mode": mode, "approval_required": false}).to_string();
             app.send_raw(
                 "PUT",

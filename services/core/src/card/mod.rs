@@ -1,0 +1,457 @@
+//! The published document: a server card with its capability signature.
+//!
+//! A server card (SEP-1649, extended by SEP-2091 "Extending Server Cards")
+//! carries the official registry's `server.json` fields (`name`, `version`,
+//! `title`, `description`, `websiteUrl`, `repository`, `remotes`,
+//! `packages`, `_meta`, ...) plus an optional `signature` with `tools`,
+//! `prompts`, `resources` and `resourceTemplates`: the complete universe of
+//! what the server may ever offer (SEP-2091 "Behavioral Requirements").
+//!
+//! [`ServerCard::from_value`] validates the whole document at once and
+//! reports every problem with its JSON pointer ([`ValidationErrors`]). The
+//! parsed card keeps the original [`Value`] so that the digest is always
+//! taken over exactly what was published; unknown fields are preserved.
+//!
+//! # Validation rules
+//!
+//! | where | rule | code |
+//! |-------|------|------|
+//! | document | canonical size ≤ [`Limits::max_document_bytes`] | `document_too_large` |
+//! | document | nesting ≤ [`Limits::max_depth`] | `too_deep` |
+//! | `/name` | required; registry server name ([`ServerName`]) | `missing_field`, `invalid_server_name` |
+//! | `/version` | required; exact SemVer, no `latest`, no ranges, no build metadata ([`Version`]) | `missing_field`, `invalid_version` |
+//! | `/description` | non-empty string, ≤ [`Limits::max_card_description_chars`] | `invalid_field`, `description_empty`, `description_too_long` |
+//! | `/title` | string of 1–100 characters | `invalid_field` |
+//! | `/websiteUrl`, `/repository/url`, `/remotes/i/url` | `http(s)://` URL | `invalid_url` |
+//! | `/packages/i/version` | non-empty, not `latest` | `invalid_package_version` |
+//! | `/packages/i/packageArguments/j` | positional needs `value` or `valueHint`; named needs `name` | `invalid_argument` |
+//! | `/signature/tools` | ≤ [`Limits::max_tools`] tools | `too_many_tools` |
+//! | `/signature/tools/i/name` | 1–128 chars of `[A-Za-z0-9_.-]`, unique | `invalid_tool_name`, `duplicate_name` |
+//! | `/signature/tools/i/inputSchema` | required object with `"type": "object"`, valid JSON Schema | `missing_field`, `invalid_input_schema` |
+//! | `/signature/tools/i/annotations` | object or non-empty array of ≤ [`Limits::max_possibilities`] objects | `invalid_annotations`, `too_many_possibilities` |
+//! | `/signature/tools/i/securitySchemes` | array of `{type, ...}`; `oauth2` scopes are strings | `invalid_security_scheme` |
+//! | `/signature/prompts/i/name` | 1–128 chars, unique | `invalid_name`, `duplicate_name` |
+//! | `/signature/resources/i/uri`, `/signature/resourceTemplates/i/uriTemplate` | required string | `missing_field` |
+//! | `/signature/resourceTemplates/i/uriTemplate` | ≤ [`Limits::max_template_chars`] characters, ≤ [`Limits::max_template_expressions`] expressions | `uri_template_too_long`, `too_many_template_expressions` |
+//!
+//! The rules live by concern: `metadata` (the `server.json` members),
+//! `signature` (tools, prompts, resources, templates and their hints) and
+//! `schema` (the JSON Schema dialect of `inputSchema` / `outputSchema`).
+
+mod metadata;
+mod schema;
+mod signature;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::digest::{canonical_bytes, digest_bytes};
+use crate::error::{ValidationErrors, pointer_push};
+use crate::names::{ServerName, Version};
+
+pub use signature::{
+    AnnotationsForm, Prompt, Resource, ResourceTemplate, SecurityScheme, Signature, SignatureTool,
+};
+pub(crate) use signature::{parse_signature, parse_tool};
+
+/// Configurable limits on accepted documents (`[limits]` in the server's
+/// configuration; every field is optional there and defaults as below).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Limits {
+    /// Maximum canonical size of a document in bytes (default 1 MiB).
+    pub max_document_bytes: usize,
+    /// Maximum number of tools in a signature (default 2,000).
+    pub max_tools: usize,
+    /// Maximum number of prompts, resources or templates each (default 2,000).
+    pub max_items: usize,
+    /// Maximum nesting depth; `{"a":[1]}` is depth 2 (default 64).
+    pub max_depth: usize,
+    /// Maximum annotation possibilities per tool (default 64).
+    pub max_possibilities: usize,
+    /// Maximum length of tool and prompt names (default 128).
+    pub max_name_chars: usize,
+    /// Maximum length of the card's `description` (default 100, as the
+    /// official registry's `server.json` schema).
+    pub max_card_description_chars: usize,
+    /// Maximum length of a resource template's `uriTemplate` in characters
+    /// (default 2,048).
+    pub max_template_chars: usize,
+    /// Maximum number of `{...}` expressions in one `uriTemplate` (default
+    /// 32): each one widens what a template can match, and no real URI
+    /// needs more.
+    pub max_template_expressions: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            max_document_bytes: 1024 * 1024,
+            max_tools: 2000,
+            max_items: 2000,
+            max_depth: 64,
+            max_possibilities: 64,
+            max_name_chars: 128,
+            max_card_description_chars: 100,
+            max_template_chars: 2048,
+            max_template_expressions: 32,
+        }
+    }
+}
+
+/// A validated server card.
+#[derive(Debug, Clone)]
+pub struct ServerCard {
+    /// `name`.
+    pub name: ServerName,
+    /// `version`.
+    pub version: Version,
+    /// `title`, if any.
+    pub title: Option<String>,
+    /// `description`, if any.
+    pub description: Option<String>,
+    /// `websiteUrl`, if any.
+    pub website_url: Option<String>,
+    /// `repository`, if any (as given).
+    pub repository: Option<Value>,
+    /// `remotes` (as given).
+    pub remotes: Vec<Value>,
+    /// `packages` (as given).
+    pub packages: Vec<Value>,
+    /// `_meta`, if any.
+    pub meta: Option<Map<String, Value>>,
+    /// The signature (empty when the card has none).
+    pub signature: Signature,
+    raw: Value,
+    digest: String,
+    canonical: Vec<u8>,
+}
+
+impl ServerCard {
+    /// Validates `doc` as a server card under `limits`; every problem is
+    /// reported at once.
+    pub fn from_value(doc: &Value, limits: &Limits) -> Result<ServerCard, ValidationErrors> {
+        let mut card = Self::parse(doc, limits)?;
+        card.raw = doc.clone();
+        Ok(card)
+    }
+
+    /// As [`ServerCard::from_value`], taking the document by value so it is
+    /// kept without a copy (the publish path).
+    pub fn from_owned(doc: Value, limits: &Limits) -> Result<ServerCard, ValidationErrors> {
+        let mut card = Self::parse(&doc, limits)?;
+        card.raw = doc;
+        Ok(card)
+    }
+
+    fn parse(doc: &Value, limits: &Limits) -> Result<ServerCard, ValidationErrors> {
+        let canonical = canonical_bytes(doc);
+        if canonical.len() > limits.max_document_bytes {
+            return Err(ValidationErrors::single(
+                "",
+                "document_too_large",
+                format!(
+                    "document is {} bytes in canonical form; the limit is {}",
+                    canonical.len(),
+                    limits.max_document_bytes
+                ),
+            ));
+        }
+        check_depth(doc, limits.max_depth)?;
+        let mut errors = ValidationErrors::new();
+        let Some(obj) = doc.as_object() else {
+            return Err(ValidationErrors::single(
+                "",
+                "invalid_document",
+                "a server card must be a JSON object",
+            ));
+        };
+        let meta = metadata::parse_metadata(obj, limits, &mut errors);
+        let signature = match obj.get("signature") {
+            None => Signature::default(),
+            Some(sig) => parse_signature(sig, "/signature", limits, Mode::Declared, &mut errors),
+        };
+        if errors.exceeds_limits() {
+            errors
+                .errors
+                .retain(|e| crate::error::LIMIT_CODES.contains(&e.code));
+        }
+        let (Some(name), Some(version)) = (meta.name, meta.version) else {
+            return errors.into_result(()).and_then(|_| unreachable_card());
+        };
+        let card = ServerCard {
+            name,
+            version,
+            title: meta.title,
+            description: meta.description,
+            website_url: meta.website_url,
+            repository: meta.repository,
+            remotes: meta.remotes,
+            packages: meta.packages,
+            meta: meta.meta,
+            signature,
+            digest: digest_bytes(&canonical),
+            canonical,
+            raw: Value::Null,
+        };
+        errors.into_result(card)
+    }
+
+    /// The document exactly as published.
+    pub fn raw(&self) -> &Value {
+        &self.raw
+    }
+
+    /// `sha256:<hex>` of the canonical document: the version's identity.
+    pub fn digest(&self) -> &str {
+        &self.digest
+    }
+
+    /// Size of the canonical document in bytes.
+    pub fn canonical_len(&self) -> usize {
+        self.canonical.len()
+    }
+
+    /// The RFC 8785 canonical bytes of the document.
+    pub fn canonical_bytes(&self) -> Vec<u8> {
+        self.canonical.clone()
+    }
+
+    /// The RFC 8785 canonical form, computed once at validation (the bytes
+    /// the digest covers).
+    pub fn canonical(&self) -> &[u8] {
+        &self.canonical
+    }
+}
+
+fn unreachable_card() -> Result<ServerCard, ValidationErrors> {
+    // Only reached when name or version failed, which always pushed an error.
+    Err(ValidationErrors::single(
+        "",
+        "invalid_document",
+        "name and version are required",
+    ))
+}
+
+/// Whether a list is a declaration (signature) or an observation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Mode {
+    /// A signature: every rule, including JSON Schema validity and uniqueness.
+    Declared,
+    /// A runtime observation: shape only.
+    Observed,
+}
+
+/// Fails with `too_deep` when `v` nests deeper than `max` containers.
+pub fn check_depth(v: &Value, max: usize) -> Result<(), ValidationErrors> {
+    /// Returns the path (innermost first) to the first container that is
+    /// too deep.
+    fn walk(v: &Value, depth: usize, max: usize) -> Option<Vec<String>> {
+        let is_container = matches!(v, Value::Array(_) | Value::Object(_));
+        if !is_container {
+            return None;
+        }
+        if depth + 1 > max {
+            return Some(Vec::new());
+        }
+        match v {
+            Value::Array(a) => a.iter().enumerate().find_map(|(i, x)| {
+                walk(x, depth + 1, max).map(|mut p| {
+                    p.push(i.to_string());
+                    p
+                })
+            }),
+            Value::Object(o) => o.iter().find_map(|(k, x)| {
+                walk(x, depth + 1, max).map(|mut p| {
+                    p.push(k.clone());
+                    p
+                })
+            }),
+            _ => None,
+        }
+    }
+    match walk(v, 0, max) {
+        None => Ok(()),
+        Some(path) => {
+            // The offending container itself is one level above the excess.
+            let pointer = path
+                .iter()
+                .rev()
+                .fold(String::new(), |acc, t| pointer_push(&acc, t));
+            Err(ValidationErrors::single(
+                pointer,
+                "too_deep",
+                format!("document nests deeper than {max} levels"),
+            ))
+        }
+    }
+}
+
+/// The string member `key` of `obj`, if present; any other type is an
+/// `invalid_field` error at `base/key`.
+fn opt_string(
+    obj: &Map<String, Value>,
+    key: &str,
+    base: &str,
+    errors: &mut ValidationErrors,
+) -> Option<String> {
+    match obj.get(key) {
+        None => None,
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(_) => {
+            errors.push(
+                pointer_push(base, key),
+                "invalid_field",
+                format!("{key} must be a string"),
+            );
+            None
+        }
+    }
+}
+
+/// The boolean member `key` of `obj` (`false` when absent); any other type
+/// is an `invalid_field` error at `base/key`.
+fn opt_bool(
+    obj: &Map<String, Value>,
+    key: &str,
+    base: &str,
+    errors: &mut ValidationErrors,
+) -> bool {
+    match obj.get(key) {
+        None => false,
+        Some(Value::Bool(b)) => *b,
+        Some(_) => {
+            errors.push(
+                pointer_push(base, key),
+                "invalid_field",
+                format!("{key} must be a boolean"),
+            );
+            false
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn card(v: Value) -> Result<ServerCard, ValidationErrors> {
+        ServerCard::from_value(&v, &Limits::default())
+    }
+
+    fn pointers(e: &ValidationErrors) -> Vec<(&str, &str)> {
+        e.errors
+            .iter()
+            .map(|e| (e.pointer.as_str(), e.code))
+            .collect()
+    }
+
+    #[test]
+    fn minimal_card() {
+        let c = card(json!({"name": "io.github.user/weather", "version": "1.0.2"})).unwrap();
+        assert_eq!(c.name.as_str(), "io.github.user/weather");
+        assert!(c.signature.tools.is_empty());
+        assert!(crate::digest::is_digest(c.digest()));
+    }
+
+    #[test]
+    fn all_errors_at_once() {
+        let e = card(json!({
+            "name": "nope",
+            "version": "latest",
+            "description": "x".repeat(101),
+            "packages": [{"registryType": "npm", "identifier": "x", "version": "latest",
+                "transport": {"type": "stdio"}, "packageArguments": [{"type": "positional"}]}],
+            "signature": {"tools": [
+                {"name": "a", "inputSchema": {"type": "object"}},
+                {"name": "a", "inputSchema": {"type": "object"}},
+                {"name": "bad name", "inputSchema": {"type": "string"}},
+                {"name": "c", "inputSchema": {"type": "object", "properties": 3}, "annotations": []},
+                {"name": "d", "inputSchema": {"type": "object"}, "annotations": [{"readOnlyHint": 1}],
+                 "securitySchemes": [{"type": "oauth2", "scopes": [1]}]},
+                {"name": "e"}
+            ], "prompts": [{"name": "p"}, {"name": "p"}], "resources": [{}]}
+        }))
+        .unwrap_err();
+        assert_eq!(
+            pointers(&e),
+            [
+                ("/description", "description_too_long"),
+                ("/name", "invalid_server_name"),
+                ("/packages/0/packageArguments/0", "invalid_argument"),
+                ("/packages/0/version", "invalid_package_version"),
+                ("/signature/prompts/1/name", "duplicate_name"),
+                ("/signature/resources/0/uri", "missing_field"),
+                ("/signature/tools/1/name", "duplicate_name"),
+                (
+                    "/signature/tools/2/inputSchema/type",
+                    "invalid_input_schema"
+                ),
+                ("/signature/tools/2/name", "invalid_tool_name"),
+                ("/signature/tools/3/annotations", "invalid_annotations"),
+                (
+                    "/signature/tools/3/inputSchema/properties",
+                    "invalid_input_schema"
+                ),
+                (
+                    "/signature/tools/4/annotations/0/readOnlyHint",
+                    "invalid_hint"
+                ),
+                (
+                    "/signature/tools/4/securitySchemes/0/scopes/0",
+                    "invalid_security_scheme"
+                ),
+                ("/signature/tools/5/inputSchema", "missing_field"),
+                ("/version", "invalid_version"),
+            ]
+        );
+    }
+
+    #[test]
+    fn limits() {
+        let l = Limits {
+            max_tools: 1,
+            ..Limits::default()
+        };
+        let t = json!({"name": "a", "inputSchema": {"type": "object"}});
+        let doc =
+            json!({"name": "a.b/c", "version": "1.0.0", "signature": {"tools": [t.clone(), t]}});
+        let e = ServerCard::from_value(&doc, &l).unwrap_err();
+        assert_eq!(pointers(&e), [("/signature/tools", "too_many_tools")]);
+        assert!(e.exceeds_limits());
+
+        let l = Limits {
+            max_document_bytes: 10,
+            ..Limits::default()
+        };
+        let e = ServerCard::from_value(&doc, &l).unwrap_err();
+        assert_eq!(pointers(&e), [("", "document_too_large")]);
+
+        let mut deep = json!(1);
+        for _ in 0..70 {
+            deep = json!([deep]);
+        }
+        let e = card(json!({"name": "a.b/c", "version": "1.0.0", "x": deep})).unwrap_err();
+        assert_eq!(e.errors[0].code, "too_deep");
+        assert!(e.errors[0].pointer.starts_with("/x/0/0"));
+
+        let many: Vec<Value> = (0..65).map(|_| json!({})).collect();
+        let e = card(
+            json!({"name": "a.b/c", "version": "1.0.0", "signature": {"tools": [
+            {"name": "a", "inputSchema": {"type": "object"}, "annotations": many}]}}),
+        )
+        .unwrap_err();
+        assert_eq!(
+            pointers(&e),
+            [("/signature/tools/0/annotations", "too_many_possibilities")]
+        );
+    }
+
+    #[test]
+    fn depth_convention() {
+        assert!(check_depth(&json!({"a": [1]}), 2).is_ok());
+        assert!(check_depth(&json!({"a": [1]}), 1).is_err());
+        assert!(check_depth(&json!(1), 0).is_ok());
+    }
+}

@@ -1,0 +1,86 @@
+//! Attestations of a version and the tenant key set that verifies them.
+
+use super::*;
+
+/// A signed attestation of a version (any role in the tenant).
+///
+/// A compact JWS (EdDSA) by the tenant's key over `{iss, tenant, server,
+/// version, digest, status, approved_by, approved_at, iat}`; verify it
+/// offline with the tenant's `jwks.json`.
+#[utoipa::path(
+    get,
+    path = "/v1/tenants/{tenant}/servers/{server}/versions/{version}/attestation",
+    tag = "registry",
+    operation_id = "get_attestation",
+    params(VersionPath),
+    security(("bearer" = [])),
+    responses(
+        (status = 200, description = "Compact JWS", content_type = "application/jwt", body = String),
+        (status = 404, description = "No such version", body = ProblemBody, content_type = "application/problem+json"),
+    )
+)]
+pub async fn get_attestation(
+    State(st): State<RegistryState>,
+    scope: TenantScope,
+    Path(p): Path<VersionPath>,
+) -> Result<Response, ApiError> {
+    scope.require_member()?;
+    let name = server_key(&p.server)?;
+    let stored = load(&st, scope.tenant(), name.canonical(), &p.version).await?;
+    let key = tenant_key(&st, scope.tenant()).await?;
+    let claims = AttestationClaims {
+        iss: format!("signet:tenant:{}", scope.tenant()),
+        tenant: scope.tenant().to_string(),
+        server: stored.server.clone(),
+        version: stored.meta.version.clone(),
+        digest: stored.meta.digest.clone(),
+        status: stored.meta.status.status.as_str().to_owned(),
+        approved_by: stored.meta.status.approved_by.clone(),
+        approved_at: stored.meta.status.approved_at.map(|t| t.seconds()),
+        iat: now().seconds(),
+    };
+    let jws = sign_attestation(&st.keyring, scope.tenant(), &key, &claims).map_err(|e| {
+        tracing::error!(error = %e, "attestation signing failed");
+        ApiError::internal()
+    })?;
+    let mut resp = jws.into_response();
+    resp.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/jwt"),
+    );
+    resp.headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    Ok(resp)
+}
+
+/// The tenant's attestation verification keys (any role in the tenant).
+#[utoipa::path(
+    get,
+    path = "/v1/tenants/{tenant}/jwks.json",
+    tag = "registry",
+    operation_id = "get_jwks",
+    params(("tenant" = String, Path, description = "Tenant id")),
+    security(("bearer" = [])),
+    responses(
+        (status = 200, description = "JWKS", content_type = "application/json", body = Object),
+        (status = 404, description = "No such tenant", body = ProblemBody, content_type = "application/problem+json"),
+    )
+)]
+pub async fn get_jwks(
+    State(st): State<RegistryState>,
+    scope: TenantScope,
+) -> Result<Response, ApiError> {
+    scope.require_member()?;
+    st.policies
+        .registry_policy(scope.tenant(), "")
+        .await
+        .map_err(store_error)?
+        .ok_or_else(tenant_not_found)?;
+    let key = tenant_key(&st, scope.tenant()).await?;
+    let mut resp = Json(jwks(&key)).into_response();
+    resp.headers_mut().insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static("max-age=300"),
+    );
+    Ok(resp)
+}

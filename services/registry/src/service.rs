@@ -1,0 +1,304 @@
+//! The registry's use cases, without HTTP: reading a server's versions
+//! through the ETag index, publishing, status transitions and the tenants'
+//! attestation keys. Handlers (and the tenancy hook the server wires) call
+//! these; they never talk to the store themselves for a write.
+
+use std::sync::Arc;
+
+use axum::http::StatusCode;
+use serde_json::{Value, json};
+use signet_core::card::ServerCard;
+use signet_core::ids::TenantId;
+use signet_core::names::ServerName;
+use signet_http::TenantScope;
+use signet_http::cpu::offload;
+use signet_http::problem::{ApiError, FieldError};
+use signet_http::tenant::tenant_not_found;
+
+use crate::error::*;
+use crate::index::ServerIndex;
+use crate::model::{
+    Action, NewVersion, PublishOutcome, Review, Status, StatusChange, StoredVersion,
+};
+use crate::state::*;
+
+/// The ETag index entry of a server, loaded on a miss.
+pub async fn server_index(
+    st: &RegistryState,
+    tenant: &TenantId,
+    key: &str,
+) -> Result<Arc<ServerIndex>, ApiError> {
+    st.index
+        .get_or_load(tenant, key, async {
+            st.store.versions(tenant, key).await.map_err(store_error)
+        })
+        .await
+}
+
+/// Resolves `latest` to an exact version.
+pub async fn resolve_version(
+    st: &RegistryState,
+    tenant: &TenantId,
+    key: &str,
+    version: &str,
+) -> Result<String, ApiError> {
+    if version != "latest" {
+        return Ok(version.to_owned());
+    }
+    let idx = server_index(st, tenant, key).await?;
+    match &idx.latest {
+        Some(v) => Ok(v.clone()),
+        None if idx.entries.is_empty() => Err(server_not_found()),
+        None => Err(ApiError::new(
+            StatusCode::NOT_FOUND,
+            "no_trusted_version",
+            "No trusted version",
+        )
+        .detail("this server has no approved version, so `latest` resolves to nothing")),
+    }
+}
+
+/// An exact version, or what `latest` points at.
+pub async fn load(
+    st: &RegistryState,
+    tenant: &TenantId,
+    key: &str,
+    version: &str,
+) -> Result<StoredVersion, ApiError> {
+    let exact = resolve_version(st, tenant, key, version).await?;
+    st.store
+        .version(tenant, key, &exact)
+        .await
+        .map_err(store_error)?
+        .ok_or_else(version_not_found)
+}
+
+// ---------------------------------------------------------------- publish
+
+/// Publishes a document after validating it; shared by publish and import.
+/// What a publish did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Published {
+    /// A new version was stored.
+    Created,
+    /// The identical document was already stored under this version.
+    Existing,
+}
+
+/// Publishes a document after validating it (on the CPU pool); shared by
+/// publish and import. `path` is the (server, version) the request named,
+/// which the document must agree with; `event` is the audit event kind.
+pub async fn publish(
+    st: &RegistryState,
+    scope: &TenantScope,
+    doc: Value,
+    path: Option<(&str, &str)>,
+    event: &str,
+) -> Result<(Published, StoredVersion, Vec<Review>), ApiError> {
+    let limits = st.limits.clone();
+    let card = offload(move || ServerCard::from_owned(doc, &limits))
+        .await?
+        .map_err(validation_error)?;
+    if let Some((server, version)) = path {
+        check_path(&card, server, version)?;
+    }
+    let tenant = scope.tenant();
+    let key = card.name.canonical().to_owned();
+    let policy = st
+        .policies
+        .registry_policy(tenant, &key)
+        .await
+        .map_err(store_error)?
+        .ok_or_else(tenant_not_found)?;
+    let document = std::str::from_utf8(card.canonical()).map_err(|_| ApiError::internal())?;
+    let version = card.version.to_string();
+    let new = NewVersion {
+        server_key: &key,
+        server_display: card.name.as_str(),
+        version: &version,
+        digest: card.digest(),
+        document,
+        title: card.title.as_deref(),
+        description: card.description.as_deref(),
+        published_by: scope.actor(),
+        at: now(),
+        initial: if policy.approval_required {
+            Status::Pending
+        } else {
+            Status::Approved
+        },
+        event,
+        event_data: json!({
+            "digest": card.digest(),
+            "tools": card.signature.tools.len(),
+            "approval_required": policy.approval_required,
+        }),
+    };
+    let outcome = st.store.publish(tenant, &new).await.map_err(store_error)?;
+    st.index.evict(tenant, &key);
+    let (published, stored) = match outcome {
+        PublishOutcome::Created(v) => (Published::Created, v),
+        PublishOutcome::Existing(v) => (Published::Existing, v),
+        PublishOutcome::Conflict { existing_digest } => {
+            return Err(ApiError::new(
+                StatusCode::CONFLICT,
+                "version_exists",
+                "Version exists with different content",
+            )
+            .detail(format!(
+                "{} {version} is already published with other content; versions are immutable, publish a new version",
+                card.name
+            ))
+            .with("existing_digest", existing_digest)
+            .with("submitted_digest", card.digest()));
+        }
+    };
+    let reviews = match published {
+        Published::Created => Vec::new(),
+        Published::Existing => st
+            .store
+            .reviews(tenant, &key, &version)
+            .await
+            .map_err(store_error)?,
+    };
+    Ok((published, stored, reviews))
+}
+
+/// The document must name the server and version of the request's path.
+pub(crate) fn check_path(card: &ServerCard, server: &str, version: &str) -> Result<(), ApiError> {
+    let mut errors = Vec::new();
+    let same_server = ServerName::parse(server).is_ok_and(|s| s == card.name);
+    if !same_server {
+        errors.push(FieldError {
+            pointer: "/name".into(),
+            code: "path_mismatch".into(),
+            message: format!(
+                "the document names server {:?} but the path says {server:?}",
+                card.name.as_str()
+            ),
+        });
+    }
+    if card.version.to_string() != version {
+        errors.push(FieldError {
+            pointer: "/version".into(),
+            code: "path_mismatch".into(),
+            message: format!(
+                "the document has version {:?} but the path says {version:?}",
+                card.version.to_string()
+            ),
+        });
+    }
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(ApiError::validation(errors))
+    }
+}
+
+/// Checks a review note or status reason: at most 2,000 characters, and
+/// not empty where required.
+pub fn check_note(pointer: &str, note: Option<&str>, required: bool) -> Result<(), ApiError> {
+    let bad = |message: &str| {
+        ApiError::validation(vec![FieldError {
+            pointer: pointer.into(),
+            code: "invalid_value".into(),
+            message: message.into(),
+        }])
+    };
+    match note {
+        None if required => Err(bad("required")),
+        Some(n) if required && n.trim().is_empty() => Err(bad("must not be empty")),
+        Some(n) if n.chars().count() > 2000 => Err(bad("at most 2,000 characters")),
+        _ => Ok(()),
+    }
+}
+
+/// Applies a review decision or lifecycle change to an exact version: the
+/// transition table ([`Action::apply`]), separation of duties (a publisher
+/// never approves their own version), optimistic concurrency on the status
+/// revision, and the ETag index evicted whatever the outcome. Returns the
+/// version as it now stands, with its reviews.
+pub async fn transition(
+    st: &RegistryState,
+    scope: &TenantScope,
+    server: &str,
+    version: &str,
+    action: Action,
+    note: Option<&str>,
+) -> Result<(StoredVersion, Vec<Review>), ApiError> {
+    let name = server_key(server)?;
+    let key = name.canonical();
+    if version == "latest" {
+        return Err(ApiError::validation(vec![FieldError {
+            pointer: "?version".into(),
+            code: "exact_version_required".into(),
+            message: "reviews and status changes name an exact version, not `latest`".into(),
+        }]));
+    }
+    let stored = load(st, scope.tenant(), key, version).await?;
+    if action == Action::Approve && stored.meta.published_by == scope.actor() {
+        return Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "separation_of_duties",
+            "Cannot approve your own version",
+        )
+        .detail("the publisher of a version cannot approve it; ask another reviewer"));
+    }
+    let from = stored.meta.status.status;
+    let Some(to) = action.apply(from) else {
+        return Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "invalid_transition",
+            "Status change not allowed",
+        )
+        .detail(format!(
+            "a {} version cannot be {}",
+            from.as_str(),
+            action.event_kind().trim_start_matches("version.")
+        ))
+        .with("current_status", from.as_str()));
+    };
+    let change = StatusChange {
+        server_key: key,
+        version: &stored.meta.version,
+        expected_revision: stored.meta.status.revision,
+        action,
+        from,
+        to,
+        note,
+        actor: scope.actor(),
+        at: now(),
+    };
+    let result = st.store.change_status(scope.tenant(), &change).await;
+    st.index.evict(scope.tenant(), key);
+    result.map_err(store_error)?;
+    let stored = load(st, scope.tenant(), key, &stored.meta.version).await?;
+    let reviews = st
+        .store
+        .reviews(scope.tenant(), key, &stored.meta.version)
+        .await
+        .map_err(store_error)?;
+    Ok((stored, reviews))
+}
+
+// ---------------------------------------------------------------- attestations
+
+/// The tenant's attestation key, created (and sealed) if it does not exist
+/// yet. Called when a tenant is created, and again on first use as a
+/// fallback.
+pub async fn tenant_key(
+    st: &RegistryState,
+    tenant: &TenantId,
+) -> Result<crate::model::StoredKey, ApiError> {
+    if let Some(k) = st.store.tenant_key(tenant).await.map_err(store_error)? {
+        return Ok(k);
+    }
+    let fresh = st.keyring.generate_tenant_key(tenant, now()).map_err(|e| {
+        tracing::error!(error = %e, "attestation key generation failed");
+        ApiError::internal()
+    })?;
+    st.store
+        .insert_tenant_key(tenant, &fresh)
+        .await
+        .map_err(store_error)
+}

@@ -1,0 +1,304 @@
+//! Tenant isolation, driven by the OpenAPI document the app serves: every
+//! operation under `/v1/tenants/{tenant}` is called with another tenant's
+//! real ids and a token of this tenant, and must answer exactly as for a
+//! tenant that does not exist. The routes are enumerated from the document,
+//! so a route added later is covered without touching this file, and a path
+//! parameter or request body this file cannot fill fails the test until it
+//! is taught how.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Value, json};
+use signet_tests::*;
+
+/// Every tenant role: an intruder holding them all is refused by the tenant
+/// boundary, never by a role check that could hide a leak.
+const ALL_ROLES: &[&str] = &["admin", "publisher", "reviewer", "reader", "client"];
+
+/// Tenant operations the document marks as taking no token (a CORS
+/// preflight never carries one). They must still answer another tenant's
+/// path exactly as a missing tenant's; every other operation answers 404.
+const PUBLIC: &[&str] = &["preflight_card"];
+
+/// Tenant operations in the document today; the test covers at least these,
+/// so an empty or truncated route list cannot pass.
+const OPERATIONS_TODAY: usize = 19;
+
+const SERVER: &str = "io.github.bee/notes";
+
+fn card(version: &str) -> Value {
+    json!({
+        "name": SERVER,
+        "version": version,
+        "description": "Notes of tenant B",
+        "signature": {
+            "tools": [{"name": "read_note", "description": "Read a note",
+                "inputSchema": {"type": "object", "properties": {"id": {"type": "string"}}},
+                "annotations": {"readOnlyHint": true, "openWorldHint": false}}],
+            "prompts": [], "resources": [], "resourceTemplates": []
+        }
+    })
+}
+
+/// One concrete request derived from a documented operation.
+struct Call {
+    operation: String,
+    method: String,
+    path: String,
+    body: Option<Value>,
+    public: bool,
+}
+
+/// The values of a path parameter: the tenant, then B's real ids. An
+/// unknown parameter fails the test: teach this function its B value.
+fn path_values(param: &str, tenant: &str, method: &str) -> Vec<String> {
+    match param {
+        "tenant" => vec![tenant.to_owned()],
+        "server" => vec![SERVER.replace('/', "%2F")],
+        // `latest` names a version on reads only.
+        "version" if method == "GET" => vec!["1.0.0".into(), "latest".into()],
+        "version" => vec!["1.0.0".into()],
+        other => panic!(
+            "path parameter {{{other}}} is new: give tenant B a real value for it in isolation.rs"
+        ),
+    }
+}
+
+/// A value for a required query parameter, from B's data.
+fn query_value(param: &str, operation: &str) -> &'static str {
+    match param {
+        "from" => "1.0.0",
+        "to" => "1.1.0",
+        other => panic!(
+            "{operation} requires query parameter {other:?}: give it a value from tenant B in isolation.rs"
+        ),
+    }
+}
+
+/// A minimal valid body for an operation that takes one (the same request
+/// succeeds for the owner, which the test checks).
+fn body_for(operation: &str) -> Value {
+    match operation {
+        "put_policy" => json!({"enforcement_mode": "strict", "approval_required": true}),
+        "publish_version" => card("1.0.0"),
+        "review_version" => json!({"decision": "reject", "note": "not ours"}),
+        "set_version_status" => json!({"status": "revoked", "reason": "not ours"}),
+        "verify_version" => json!({"tools": []}),
+        "import_server_json" => {
+            json!({"name": "io.github.bee/imported", "version": "0.1.0", "description": "Imported"})
+        }
+        other => panic!("{other} takes a request body: add a minimal valid one in isolation.rs"),
+    }
+}
+
+/// Every operation under `/v1/tenants/{tenant}` in `doc`, as concrete
+/// requests against `tenant` (`{tenant}` is substituted last, so the same
+/// list serves any tenant).
+fn tenant_calls(doc: &Value, tenant: &str) -> (usize, Vec<Call>) {
+    const METHODS: &[&str] = &[
+        "get", "put", "post", "delete", "patch", "options", "head", "trace",
+    ];
+    let mut operations = 0;
+    let mut calls = Vec::new();
+    for (template, item) in doc["paths"].as_object().expect("paths") {
+        if !(template == "/v1/tenants/{tenant}" || template.starts_with("/v1/tenants/{tenant}/")) {
+            continue;
+        }
+        for (method, op) in item.as_object().unwrap() {
+            if !METHODS.contains(&method.as_str()) {
+                continue;
+            }
+            operations += 1;
+            let method = method.to_uppercase();
+            let operation = op["operationId"]
+                .as_str()
+                .unwrap_or_else(|| panic!("{method} {template} has no operationId"))
+                .to_owned();
+            let mut query = Vec::new();
+            for p in op["parameters"].as_array().into_iter().flatten() {
+                let name = p["name"].as_str().unwrap();
+                if p["required"] != true {
+                    continue;
+                }
+                match p["in"].as_str() {
+                    Some("path") => {}
+                    Some("query") => {
+                        query.push(format!("{name}={}", query_value(name, &operation)))
+                    }
+                    other => panic!("{operation}: required {other:?} parameter {name} is new"),
+                }
+            }
+            let body = op.get("requestBody").map(|_| body_for(&operation));
+            let public = op.get("security").is_none_or(|s| s == &json!([]));
+            if public {
+                assert!(
+                    PUBLIC.contains(&operation.as_str()),
+                    "{operation} takes no token: if that is intended, list it in PUBLIC"
+                );
+            }
+            // Expand every `{param}` of the template into its values.
+            let mut paths = vec![String::new()];
+            for segment in template.trim_start_matches('/').split('/') {
+                let values = match segment.strip_prefix('{').and_then(|s| s.strip_suffix('}')) {
+                    Some(param) => path_values(param, tenant, &method),
+                    None => vec![segment.to_owned()],
+                };
+                paths = paths
+                    .iter()
+                    .flat_map(|p| values.iter().map(move |v| format!("{p}/{v}")))
+                    .collect();
+            }
+            for mut path in paths {
+                if !query.is_empty() {
+                    path = format!("{path}?{}", query.join("&"));
+                }
+                calls.push(Call {
+                    operation: operation.clone(),
+                    method: method.clone(),
+                    path,
+                    body: body.clone(),
+                    public,
+                });
+            }
+        }
+    }
+    (operations, calls)
+}
+
+/// What a response says, minus the per-request id.
+fn answer(r: &Resp) -> (u16, BTreeMap<String, String>, Value) {
+    let headers = r
+        .headers
+        .iter()
+        .filter(|(k, _)| *k != "x-request-id")
+        .map(|(k, v)| (k.to_string(), v.to_str().unwrap().to_owned()))
+        .collect();
+    let mut body = if r.bytes.is_empty() {
+        Value::Null
+    } else {
+        serde_json::from_slice(&r.bytes)
+            .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&r.bytes).into_owned()))
+    };
+    if let Some(o) = body.as_object_mut() {
+        o.remove("request_id");
+    }
+    (r.status.as_u16(), headers, body)
+}
+
+/// Everything tenant B can see of itself, through its own token.
+async fn snapshot(app: &TestApp, tenant: &str, token: &str) -> Vec<Value> {
+    let s = SERVER.replace('/', "%2F");
+    let mut out = Vec::new();
+    for path in [
+        format!("/v1/tenants/{tenant}"),
+        format!("/v1/tenants/{tenant}/policy"),
+        format!("/v1/tenants/{tenant}/audit?limit=100"),
+        format!("/v1/tenants/{tenant}/servers"),
+        format!("/v1/tenants/{tenant}/servers/{s}/versions/1.0.0"),
+        format!("/v1/tenants/{tenant}/servers/{s}/versions/1.1.0"),
+        format!("/v1/tenants/{tenant}/jwks.json"),
+    ] {
+        let r = app.get(&path, token).await;
+        assert_eq!(
+            r.status,
+            200,
+            "{path}: {}",
+            String::from_utf8_lossy(&r.bytes)
+        );
+        out.push(r.json());
+    }
+    out
+}
+
+#[tokio::test]
+async fn every_tenant_operation_answers_another_tenant_as_if_it_did_not_exist() {
+    let app = TestApp::new().await;
+    // Tenant B, with real data: two versions, the first approved.
+    let b = app.new_tenant().await;
+    let b_publisher = token("pat", Some(b.as_str()), &["publisher"]);
+    let b_owner = token("bob", Some(b.as_str()), ALL_ROLES);
+    let s = SERVER.replace('/', "%2F");
+    for v in ["1.0.0", "1.1.0"] {
+        let r = app
+            .send(
+                "PUT",
+                &format!("/v1/tenants/{b}/servers/{s}/versions/{v}"),
+                Some(&b_publisher),
+                Some(card(v)),
+            )
+            .await;
+        assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.bytes));
+    }
+    let r = app
+        .send(
+            "POST",
+            &format!("/v1/tenants/{b}/servers/{s}/versions/1.0.0/review"),
+            Some(&b_owner),
+            Some(json!({"decision": "approve"})),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.bytes));
+    let before = snapshot(&app, b.as_str(), &b_owner).await;
+
+    // The document the app serves at /openapi.json.
+    let r = app.send("GET", "/openapi.json", None, None).await;
+    assert_eq!(r.status, 200);
+    let doc = r.json();
+    let absent = format!("t-{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
+    let (operations, calls) = tenant_calls(&doc, b.as_str());
+    let (_, absent_calls) = tenant_calls(&doc, &absent);
+    assert!(
+        operations >= OPERATIONS_TODAY,
+        "only {operations} tenant operations in the document (expected at least {OPERATIONS_TODAY})"
+    );
+    assert_eq!(calls.len(), absent_calls.len());
+
+    // Tenant A's token, holding every role, on tenant B's paths.
+    let intruder = app.as_roles("mallory", ALL_ROLES);
+    for (call, twin) in calls.iter().zip(&absent_calls) {
+        let what = format!("{} {} ({})", call.method, call.path, call.operation);
+        let r = app
+            .send(&call.method, &call.path, Some(&intruder), call.body.clone())
+            .await;
+        if !call.public {
+            assert_eq!(
+                r.status,
+                404,
+                "{what} answers tenant A: {}",
+                String::from_utf8_lossy(&r.bytes)
+            );
+            r.problem(404, "tenant_not_found");
+        }
+        let missing = app
+            .send(&twin.method, &twin.path, Some(&intruder), twin.body.clone())
+            .await;
+        assert_eq!(
+            answer(&r),
+            answer(&missing),
+            "{what}: tenant B's answer differs from a missing tenant's"
+        );
+    }
+    // Nothing of B changed.
+    assert_eq!(snapshot(&app, b.as_str(), &b_owner).await, before);
+
+    // Control: B's own token is admitted to the very same requests (reads
+    // first, then writes), so the 404s above hid real data, and every body
+    // was valid (a state conflict is the only refusal allowed).
+    let (reads, writes): (Vec<&Call>, Vec<&Call>) = calls
+        .iter()
+        .partition(|c| c.method == "GET" || c.method == "OPTIONS");
+    for call in reads.into_iter().chain(writes) {
+        let r = app
+            .send(&call.method, &call.path, Some(&b_owner), call.body.clone())
+            .await;
+        assert!(
+            r.status.is_success() || r.status == 409,
+            "{} {} ({}) as tenant B: {} {}",
+            call.method,
+            call.path,
+            call.operation,
+            r.status,
+            String::from_utf8_lossy(&r.bytes)
+        );
+    }
+}
