@@ -268,13 +268,14 @@ impl Resp {
 fn app_router(cfg: &Config, store: &Store, authn: &Arc<Authenticator>, key: &str) -> Router {
     let keyring =
         Arc::new(signet_registry::keys::Keyring::from_base64(key).expect("encryption key"));
+    let registry =
+        signet_server::registry_wiring::registry_state(store, keyring, cfg.limits.clone());
+    let resolve = signet_server::resolve_wiring::resolve_state(store, &registry, &cfg.resolve);
+    signet_server::resolve_wiring::spawn_change_listener(store, &registry, &resolve);
     app::build(AppContext {
         tenants: store.tenants(),
-        registry: signet_server::registry_wiring::registry_state(
-            store,
-            keyring,
-            cfg.limits.clone(),
-        ),
+        registry,
+        resolve,
         authn: authn.clone(),
         metrics: Arc::new(Metrics::default()),
         body_limit: cfg.body_limit_bytes,

@@ -31,7 +31,8 @@ pub fn store_error(e: RegistryStoreError) -> ApiError {
     }
 }
 
-pub(crate) fn version_not_found() -> ApiError {
+/// 404 `version_not_found`.
+pub fn version_not_found() -> ApiError {
     ApiError::new(
         StatusCode::NOT_FOUND,
         "version_not_found",
@@ -75,6 +76,6 @@ pub fn validation_error(errors: ValidationErrors) -> ApiError {
 }
 
 /// The server key of a path segment; an invalid name cannot exist, so 404.
-pub(crate) fn server_key(raw: &str) -> Result<ServerName, ApiError> {
+pub fn server_key(raw: &str) -> Result<ServerName, ApiError> {
     ServerName::parse(raw).map_err(|_| server_not_found())
 }

@@ -51,6 +51,9 @@ pub struct IndexEntry {
     pub record_etag: String,
     /// The document's digest.
     pub digest: String,
+    /// The version's trust status (so a reader can tell, without a
+    /// database round trip, that a version was revoked).
+    pub status: Status,
 }
 
 /// What the index knows about one server.
@@ -74,6 +77,7 @@ impl ServerIndex {
                         IndexEntry {
                             record_etag: record_etag(v),
                             digest: v.digest.clone(),
+                            status: v.status.status,
                         },
                     )
                 })

@@ -19,6 +19,16 @@ use utoipa::ToSchema;
 
 use crate::model::StoredKey;
 
+/// Associated data of a bound seal: the tenant, a NUL (which a tenant id
+/// cannot contain), the context.
+fn bound_aad(tenant: &TenantId, context: &str) -> Vec<u8> {
+    let mut aad = Vec::with_capacity(tenant.as_str().len() + 1 + context.len());
+    aad.extend_from_slice(tenant.as_str().as_bytes());
+    aad.push(0);
+    aad.extend_from_slice(context.as_bytes());
+    aad
+}
+
 fn b64(bytes: &[u8]) -> String {
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
 }
@@ -77,6 +87,10 @@ impl Keyring {
 
     /// Seals `plain` for `tenant`: base64url(nonce ‖ ciphertext ‖ tag).
     pub fn seal(&self, tenant: &TenantId, plain: &[u8]) -> Result<String, KeyError> {
+        self.seal_aad(tenant.as_str().as_bytes(), plain)
+    }
+
+    fn seal_aad(&self, aad: &[u8], plain: &[u8]) -> Result<String, KeyError> {
         let mut nonce = [0u8; NONCE_LEN];
         self.rng
             .fill(&mut nonce)
@@ -85,7 +99,7 @@ impl Keyring {
         self.key
             .seal_in_place_append_tag(
                 Nonce::assume_unique_for_key(nonce),
-                Aad::from(tenant.as_str().as_bytes()),
+                Aad::from(aad),
                 &mut buf,
             )
             .map_err(|_| KeyError::Crypto("seal".into()))?;
@@ -96,6 +110,10 @@ impl Keyring {
 
     /// Opens what [`Keyring::seal`] produced for the same tenant.
     pub fn open(&self, tenant: &TenantId, sealed: &str) -> Result<Vec<u8>, KeyError> {
+        self.open_aad(tenant.as_str().as_bytes(), sealed)
+    }
+
+    fn open_aad(&self, aad: &[u8], sealed: &str) -> Result<Vec<u8>, KeyError> {
         let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD
             .decode(sealed)
             .map_err(|_| KeyError::Unseal)?;
@@ -107,9 +125,32 @@ impl Keyring {
         let mut buf = rest.to_vec();
         let plain = self
             .key
-            .open_in_place(nonce, Aad::from(tenant.as_str().as_bytes()), &mut buf)
+            .open_in_place(nonce, Aad::from(aad), &mut buf)
             .map_err(|_| KeyError::Unseal)?;
         Ok(plain.to_vec())
+    }
+
+    /// Seals `plain` for `tenant` and a `context` within it (for example a
+    /// session id): the associated data binds both, so the value opens for
+    /// neither another tenant nor another context.
+    pub fn seal_bound(
+        &self,
+        tenant: &TenantId,
+        context: &str,
+        plain: &[u8],
+    ) -> Result<String, KeyError> {
+        self.seal_aad(&bound_aad(tenant, context), plain)
+    }
+
+    /// Opens what [`Keyring::seal_bound`] produced for the same tenant and
+    /// context.
+    pub fn open_bound(
+        &self,
+        tenant: &TenantId,
+        context: &str,
+        sealed: &str,
+    ) -> Result<Vec<u8>, KeyError> {
+        self.open_aad(&bound_aad(tenant, context), sealed)
     }
 
     /// Generates a new Ed25519 key for `tenant`, sealed for storage.
@@ -205,6 +246,30 @@ mod tests {
             "fresh nonce"
         );
         assert!(Keyring::from_base64("c2hvcnQ=").is_err());
+    }
+
+    #[test]
+    fn a_bound_seal_opens_only_for_its_tenant_and_context() {
+        let ring = Keyring::new(&[9u8; 32]).unwrap();
+        let a = TenantId::parse("acme").unwrap();
+        let sealed = ring.seal_bound(&a, "s1", b"Authorization: x").unwrap();
+        assert_eq!(
+            ring.open_bound(&a, "s1", &sealed).unwrap(),
+            b"Authorization: x"
+        );
+        assert!(
+            ring.open_bound(&a, "s2", &sealed).is_err(),
+            "another session"
+        );
+        let b = TenantId::parse("other").unwrap();
+        assert!(
+            ring.open_bound(&b, "s1", &sealed).is_err(),
+            "another tenant"
+        );
+        // A plain tenant seal and a bound one never open for each other.
+        assert!(ring.open(&a, &sealed).is_err());
+        let plain = ring.seal(&a, b"k").unwrap();
+        assert!(ring.open_bound(&a, "", &plain).is_err());
     }
 
     #[test]

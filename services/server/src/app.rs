@@ -30,6 +30,8 @@ pub struct AppContext {
     pub tenants: Arc<dyn TenantStore>,
     /// The registry service.
     pub registry: signet_registry::RegistryState,
+    /// The resolve service.
+    pub resolve: signet_resolve::ResolveState,
     /// Token verification.
     pub authn: Arc<Authenticator>,
     /// Request metrics.
@@ -55,6 +57,7 @@ in dev mode `signet serve` prints ready-made tokens.",
         (name = "operations", description = "Health, readiness, metrics"),
         (name = "tenants", description = "Tenants, policies and the audit log"),
         (name = "registry", description = "Capability signatures: publish, review, read, diff, verify, attest"),
+        (name = "resolve", description = "Resolve sessions: tools/resolve and tools/annotations, fetched from the upstream once per session and checked against the signature"),
     )
 )]
 struct ApiDoc;
@@ -97,6 +100,7 @@ pub fn openapi() -> utoipa::openapi::OpenApi {
     doc.merge(ops_router().into_openapi());
     doc.merge(signet_tenancy::router().into_openapi());
     doc.merge(signet_registry::router().into_openapi());
+    doc.merge(signet_resolve::routes::router().into_openapi());
     doc
 }
 
@@ -188,6 +192,10 @@ pub fn build(ctx: AppContext) -> Router {
         .split_for_parts()
         .0
         .with_state(ctx.registry.clone());
+    let resolve = signet_resolve::routes::router()
+        .split_for_parts()
+        .0
+        .with_state(ctx.resolve.clone());
     let docs: Router = SwaggerUi::new("/docs")
         .url("/openapi.json", openapi())
         .config(SwaggerConfig::default().validator_url("none"))
@@ -196,6 +204,7 @@ pub fn build(ctx: AppContext) -> Router {
         .merge(ops)
         .merge(tenancy)
         .merge(registry)
+        .merge(resolve)
         .merge(docs)
         .fallback(fallback)
         .layer(TimeoutLayer::with_status_code(

@@ -51,6 +51,29 @@ pub struct Config {
     /// Everything that re-reads a stored document uses the same limits.
     #[serde(default)]
     pub limits: Limits,
+    /// The resolve cache (`[resolve]`): session lifetimes, cache size,
+    /// upstream timeouts.
+    #[serde(default)]
+    pub resolve: ResolveSettings,
+}
+
+/// Resolve-cache settings.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ResolveSettings {
+    /// Session lifetime when a request names none, in seconds.
+    pub default_session_ttl_secs: u64,
+    /// Longest session lifetime a request may ask for, in seconds.
+    pub max_session_ttl_secs: u64,
+}
+
+impl Default for ResolveSettings {
+    fn default() -> Self {
+        ResolveSettings {
+            default_session_ttl_secs: 3600,
+            max_session_ttl_secs: 86_400,
+        }
+    }
 }
 
 /// Token verification settings.
@@ -178,6 +201,7 @@ impl Default for Config {
             },
             telemetry: TelemetryConfig::default(),
             limits: Limits::default(),
+            resolve: ResolveSettings::default(),
         }
     }
 }
@@ -262,6 +286,16 @@ impl Config {
             if !matches!(s.as_str(), "registry" | "resolve" | "scope") {
                 bail!("services: unknown service {s:?} (known: registry, resolve, scope)");
             }
+        }
+        let r = &self.resolve;
+        if r.max_session_ttl_secs == 0 {
+            bail!("resolve.max_session_ttl_secs must be greater than 0");
+        }
+        if r.default_session_ttl_secs == 0 || r.default_session_ttl_secs > r.max_session_ttl_secs {
+            bail!(
+                "resolve.default_session_ttl_secs must be between 1 and resolve.max_session_ttl_secs ({})",
+                r.max_session_ttl_secs
+            );
         }
         let l = &self.limits;
         for (name, value) in [

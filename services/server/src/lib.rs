@@ -11,6 +11,7 @@ pub mod config;
 pub mod devkeys;
 pub mod metrics;
 pub mod registry_wiring;
+pub mod resolve_wiring;
 pub mod serve;
 pub mod signature_cmd;
 pub mod store;

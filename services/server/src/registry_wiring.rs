@@ -99,20 +99,11 @@ fn load_or_create_key_file(dir: &Path) -> anyhow::Result<Keyring> {
     Ok(Keyring::from_base64(&text)?)
 }
 
-/// The registry's state over `store`.
+/// The registry's state over `store` (the change listener that evicts its
+/// index on other replicas' writes is spawned by
+/// [`crate::resolve_wiring::spawn_change_listener`]).
 pub fn registry_state(store: &Store, keyring: Arc<Keyring>, limits: Limits) -> RegistryState {
     let index = Arc::new(EtagIndex::default());
-    if let Store::Postgres(pg) = store {
-        let (a, b) = (index.clone(), index.clone());
-        pg.spawn_change_listener(
-            move |tenant, server| {
-                if let Ok(t) = TenantId::parse(tenant) {
-                    a.evict(&t, server);
-                }
-            },
-            move || b.clear(),
-        );
-    }
     RegistryState {
         store: store.registry(),
         policies: Arc::new(TenancyPolicies(store.tenants())),

@@ -149,9 +149,13 @@ pub async fn start(cfg: Config, listener: Option<TcpListener>) -> anyhow::Result
         None => None,
     };
     let keyring = Arc::new(crate::registry_wiring::keyring(&cfg)?);
+    let registry = crate::registry_wiring::registry_state(&store, keyring, cfg.limits.clone());
+    let resolve = crate::resolve_wiring::resolve_state(&store, &registry, &cfg.resolve);
+    crate::resolve_wiring::spawn_change_listener(&store, &registry, &resolve);
     let ctx = AppContext {
         tenants: store.tenants(),
-        registry: crate::registry_wiring::registry_state(&store, keyring, cfg.limits.clone()),
+        registry,
+        resolve,
         authn,
         metrics: Arc::new(Metrics::default()),
         body_limit: cfg.body_limit_bytes,

@@ -74,6 +74,14 @@ impl Store {
         }
     }
 
+    /// The resolve service's session store.
+    pub fn sessions(&self) -> Arc<dyn signet_resolve::SessionStore> {
+        match self {
+            Store::Sqlite(s) => Arc::new(s.clone()),
+            Store::Postgres(s) => Arc::new(s.clone()),
+        }
+    }
+
     /// Applies pending migrations.
     pub async fn migrate(&self) -> anyhow::Result<()> {
         match self {

@@ -22,6 +22,10 @@ use sqlx::{PgPool, Row};
 use tokio::sync::watch;
 
 pub mod registry;
+mod resolve;
+
+pub use registry::REGISTRY_CHANNEL;
+pub use resolve::RESOLVE_CHANNEL;
 
 /// The embedded migrations (`migrations/postgres`).
 pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations/postgres");
@@ -390,14 +394,16 @@ impl TenantStore for PgStore {
 }
 
 impl PgStore {
-    /// Listens for registry changes committed by any replica and calls
-    /// `on_change(tenant, server_key)` for each; calls `on_gap()` whenever
+    /// Listens for changes committed by any replica — registry writes on
+    /// [`REGISTRY_CHANNEL`] (`tenant<TAB>server`) and closed resolve
+    /// sessions on [`RESOLVE_CHANNEL`] (`tenant<TAB>session id`) — and calls
+    /// `on_change(channel, tenant, key)` for each; calls `on_gap()` whenever
     /// notifications may have been missed (the connection dropped), so the
     /// caller can drop everything it cached. Runs until the pool closes.
     /// A store runs one listener; [`PgStore::listener_status`] follows it.
     pub fn spawn_change_listener(
         &self,
-        on_change: impl Fn(&str, &str) + Send + Sync + 'static,
+        on_change: impl Fn(&str, &str, &str) + Send + Sync + 'static,
         on_gap: impl Fn() + Send + Sync + 'static,
     ) -> tokio::task::JoinHandle<()> {
         let pool = self.pool.clone();
@@ -415,7 +421,10 @@ impl PgStore {
                         continue;
                     }
                 };
-                if let Err(e) = listener.listen(registry::REGISTRY_CHANNEL).await {
+                if let Err(e) = listener
+                    .listen_all([registry::REGISTRY_CHANNEL, resolve::RESOLVE_CHANNEL])
+                    .await
+                {
                     tracing::warn!(error = %e, "LISTEN failed; retrying");
                     tokio::time::sleep(Duration::from_secs(1)).await;
                     continue;
@@ -426,8 +435,8 @@ impl PgStore {
                 loop {
                     match listener.try_recv().await {
                         Ok(Some(n)) => {
-                            if let Some((tenant, server)) = n.payload().split_once('\t') {
-                                on_change(tenant, server);
+                            if let Some((tenant, key)) = n.payload().split_once('\t') {
+                                on_change(n.channel(), tenant, key);
                             }
                             status.send_modify(|s| s.delivered += 1);
                         }

@@ -42,6 +42,18 @@ impl EnforcementMode {
     }
 }
 
+/// Whether the resolve cache reuses a result within a session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ResolveCache {
+    /// Reuse a result for the rest of the session (the seeds' determinism
+    /// within a session; the default).
+    Session,
+    /// Every resolve goes upstream (the tool-resolution extension forbids
+    /// reusing a result); identical concurrent requests still share a call.
+    None,
+}
+
 /// Per-server policy overrides.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -49,6 +61,9 @@ pub struct ServerOverride {
     /// Enforcement mode for this server, overriding the tenant's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub enforcement_mode: Option<EnforcementMode>,
+    /// Resolve-cache policy for this server's sessions (default `session`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resolve_cache: Option<ResolveCache>,
     /// Per-tool hint overrides: tool name → annotation object. Deployers may
     /// override hints (policy-hints seed, "Deployer overrides").
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]

@@ -22,7 +22,7 @@ const PUBLIC: &[&str] = &["preflight_card"];
 
 /// Tenant operations in the document today; the test covers at least these,
 /// so an empty or truncated route list cannot pass.
-const OPERATIONS_TODAY: usize = 19;
+const OPERATIONS_TODAY: usize = 23;
 
 const SERVER: &str = "io.github.bee/notes";
 
@@ -51,9 +51,10 @@ struct Call {
 
 /// The values of a path parameter: the tenant, then B's real ids. An
 /// unknown parameter fails the test: teach this function its B value.
-fn path_values(param: &str, tenant: &str, method: &str) -> Vec<String> {
+fn path_values(param: &str, tenant: &str, method: &str, session: &str) -> Vec<String> {
     match param {
         "tenant" => vec![tenant.to_owned()],
+        "id" => vec![session.to_owned()],
         "server" => vec![SERVER.replace('/', "%2F")],
         // `latest` names a version on reads only.
         "version" if method == "GET" => vec!["1.0.0".into(), "latest".into()],
@@ -84,6 +85,8 @@ fn body_for(operation: &str) -> Value {
         "review_version" => json!({"decision": "reject", "note": "not ours"}),
         "set_version_status" => json!({"status": "revoked", "reason": "not ours"}),
         "verify_version" => json!({"tools": []}),
+        "open_session" => json!({"server": SERVER, "upstream": {"url": "http://127.0.0.1:9/mcp",
+            "headers": {"Authorization": "Bearer b-upstream-secret"}}}),
         "import_server_json" => {
             json!({"name": "io.github.bee/imported", "version": "0.1.0", "description": "Imported"})
         }
@@ -94,7 +97,7 @@ fn body_for(operation: &str) -> Value {
 /// Every operation under `/v1/tenants/{tenant}` in `doc`, as concrete
 /// requests against `tenant` (`{tenant}` is substituted last, so the same
 /// list serves any tenant).
-fn tenant_calls(doc: &Value, tenant: &str) -> (usize, Vec<Call>) {
+fn tenant_calls(doc: &Value, tenant: &str, session: &str) -> (usize, Vec<Call>) {
     const METHODS: &[&str] = &[
         "get", "put", "post", "delete", "patch", "options", "head", "trace",
     ];
@@ -140,7 +143,7 @@ fn tenant_calls(doc: &Value, tenant: &str) -> (usize, Vec<Call>) {
             let mut paths = vec![String::new()];
             for segment in template.trim_start_matches('/').split('/') {
                 let values = match segment.strip_prefix('{').and_then(|s| s.strip_suffix('}')) {
-                    Some(param) => path_values(param, tenant, &method),
+                    Some(param) => path_values(param, tenant, &method, session),
                     None => vec![segment.to_owned()],
                 };
                 paths = paths
@@ -197,6 +200,7 @@ async fn snapshot(app: &TestApp, tenant: &str, token: &str) -> Vec<Value> {
         format!("/v1/tenants/{tenant}/servers/{s}/versions/1.0.0"),
         format!("/v1/tenants/{tenant}/servers/{s}/versions/1.1.0"),
         format!("/v1/tenants/{tenant}/jwks.json"),
+        format!("/v1/tenants/{tenant}/sessions"),
     ] {
         let r = app.get(&path, token).await;
         assert_eq!(
@@ -238,6 +242,17 @@ async fn every_tenant_operation_answers_another_tenant_as_if_it_did_not_exist() 
         )
         .await;
     assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.bytes));
+    // B's resolve session (opened by B's owner, who holds `client`).
+    let r = app
+        .send(
+            "POST",
+            &format!("/v1/tenants/{b}/sessions"),
+            Some(&b_owner),
+            Some(body_for("open_session")),
+        )
+        .await;
+    assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.bytes));
+    let session = r.json()["id"].as_str().unwrap().to_owned();
     let before = snapshot(&app, b.as_str(), &b_owner).await;
 
     // The document the app serves at /openapi.json.
@@ -245,8 +260,8 @@ async fn every_tenant_operation_answers_another_tenant_as_if_it_did_not_exist() 
     assert_eq!(r.status, 200);
     let doc = r.json();
     let absent = format!("t-{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
-    let (operations, calls) = tenant_calls(&doc, b.as_str());
-    let (_, absent_calls) = tenant_calls(&doc, &absent);
+    let (operations, calls) = tenant_calls(&doc, b.as_str(), &session);
+    let (_, absent_calls) = tenant_calls(&doc, &absent, &session);
     assert!(
         operations >= OPERATIONS_TODAY,
         "only {operations} tenant operations in the document (expected at least {OPERATIONS_TODAY})"
@@ -283,11 +298,15 @@ async fn every_tenant_operation_answers_another_tenant_as_if_it_did_not_exist() 
 
     // Control: B's own token is admitted to the very same requests (reads
     // first, then writes), so the 404s above hid real data, and every body
-    // was valid (a state conflict is the only refusal allowed).
+    // was valid (a state conflict is the only refusal allowed). Revocations
+    // and deletions go last, so that nothing else finds its target gone.
     let (reads, writes): (Vec<&Call>, Vec<&Call>) = calls
         .iter()
         .partition(|c| c.method == "GET" || c.method == "OPTIONS");
-    for call in reads.into_iter().chain(writes) {
+    let (deletes, writes): (Vec<&Call>, Vec<&Call>) = writes
+        .into_iter()
+        .partition(|c| c.method == "DELETE" || c.operation == "set_version_status");
+    for call in reads.into_iter().chain(writes).chain(deletes) {
         let r = app
             .send(&call.method, &call.path, Some(&b_owner), call.body.clone())
             .await;

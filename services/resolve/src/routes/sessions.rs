@@ -1,0 +1,565 @@
+//! Sessions: open, read, list, close.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use axum::Json;
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use signet_core::Mode;
+use signet_core::ids::{TenantId, Timestamp};
+use signet_http::auth::Role;
+use signet_http::pagination::{PageQuery, finish_page};
+use signet_http::problem::{ApiError, FieldError, ProblemBody};
+use signet_http::{StrictJson, TenantScope};
+use utoipa::{IntoParams, ToSchema};
+
+use crate::error::*;
+use crate::session::{AuditNote, CachePolicy, SessionRow, is_session_id, new_session_id};
+use crate::state::{LiveSession, ResolveState, Standing, now};
+
+/// The upstream MCP server a session talks to.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UpstreamBody {
+    /// Its Streamable HTTP endpoint (`http` or `https`, no user info).
+    #[schema(example = "https://files.example.com/mcp")]
+    pub url: String,
+    /// Headers sent with every upstream request (for example the upstream
+    /// credential). Sealed at rest, never returned, never logged. At most 32,
+    /// 8 KiB in all.
+    #[serde(default)]
+    #[schema(value_type = Object, example = json!({"Authorization": "Bearer upstream-token"}))]
+    pub headers: BTreeMap<String, String>,
+}
+
+/// Body of a new session.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(example = json!({"server": "io.github.acme/files", "upstream": {"url": "https://files.example.com/mcp"}, "ttl_seconds": 3600}))]
+pub struct NewSessionBody {
+    /// Server name.
+    pub server: String,
+    /// Exact version, or `latest` (the default): the highest approved
+    /// version, resolved now and pinned for the session's life.
+    #[serde(default)]
+    pub version: Option<String>,
+    /// The upstream MCP server.
+    pub upstream: UpstreamBody,
+    /// Lifetime in seconds (default 3,600; at most the configured maximum).
+    #[serde(default)]
+    pub ttl_seconds: Option<u64>,
+}
+
+/// A session as clients see it (never its upstream headers).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SessionView {
+    /// Session id.
+    pub id: String,
+    /// Server name (canonical).
+    pub server: String,
+    /// The pinned version.
+    pub version: String,
+    /// Digest of the pinned version's document.
+    pub digest: String,
+    /// Enforcement mode, fixed when the session opened.
+    #[schema(value_type = String, example = "permissive")]
+    pub mode: Mode,
+    /// Cache policy, fixed when the session opened.
+    pub resolve_cache: CachePolicy,
+    /// Upstream endpoint.
+    pub upstream_url: String,
+    /// Who opened it (token `sub`).
+    pub principal: String,
+    /// When it opened.
+    #[schema(value_type = String, format = DateTime)]
+    pub created_at: Timestamp,
+    /// When it ends.
+    #[schema(value_type = String, format = DateTime)]
+    pub expires_at: Timestamp,
+}
+
+impl From<&SessionRow> for SessionView {
+    fn from(r: &SessionRow) -> Self {
+        SessionView {
+            id: r.id.clone(),
+            server: r.server.clone(),
+            version: r.version.clone(),
+            digest: r.digest.clone(),
+            mode: r.mode,
+            resolve_cache: r.cache_policy,
+            upstream_url: r.upstream_url.clone(),
+            principal: r.principal.clone(),
+            created_at: r.created_at,
+            expires_at: r.expires_at,
+        }
+    }
+}
+
+/// Path of a session.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Path)]
+pub struct SessionPath {
+    /// Tenant id.
+    pub tenant: String,
+    /// Session id.
+    pub id: String,
+}
+
+/// A page of sessions.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SessionPage {
+    /// Sessions ordered by id.
+    pub items: Vec<SessionView>,
+    /// Pass as `cursor` for the next page; absent on the last page.
+    pub next_cursor: Option<String>,
+}
+
+const MAX_HEADERS: usize = 32;
+const MAX_HEADER_BYTES: usize = 8 * 1024;
+
+/// Headers Signet sets itself, or that would break the transport.
+const RESERVED_HEADERS: &[&str] = &[
+    "host",
+    "content-length",
+    "content-type",
+    "accept",
+    "connection",
+    "transfer-encoding",
+    "te",
+    "upgrade",
+    "keep-alive",
+    "proxy-connection",
+    "mcp-session-id",
+    "mcp-protocol-version",
+    "last-event-id",
+];
+
+fn field(pointer: String, code: &str, message: impl Into<String>) -> FieldError {
+    FieldError {
+        pointer,
+        code: code.into(),
+        message: message.into(),
+    }
+}
+
+fn pointer_escape(s: &str) -> String {
+    s.replace('~', "~0").replace('/', "~1")
+}
+
+/// Checks the upstream URL and headers; every problem is reported.
+fn check_upstream(up: &UpstreamBody, errors: &mut Vec<FieldError>) {
+    match url::Url::parse(&up.url) {
+        Err(e) => errors.push(field(
+            "/upstream/url".into(),
+            "invalid_url",
+            format!("not an absolute URL: {e}"),
+        )),
+        Ok(u) => {
+            if !matches!(u.scheme(), "http" | "https") {
+                errors.push(field(
+                    "/upstream/url".into(),
+                    "invalid_url",
+                    "the upstream must be an http or https URL",
+                ));
+            }
+            if !u.username().is_empty() || u.password().is_some() {
+                errors.push(field(
+                    "/upstream/url".into(),
+                    "invalid_url",
+                    "put upstream credentials in `headers`, not in the URL",
+                ));
+            }
+            if u.host_str().is_none_or(str::is_empty) {
+                errors.push(field(
+                    "/upstream/url".into(),
+                    "invalid_url",
+                    "the upstream URL has no host",
+                ));
+            }
+            if u.fragment().is_some() {
+                errors.push(field(
+                    "/upstream/url".into(),
+                    "invalid_url",
+                    "the upstream URL must not have a fragment",
+                ));
+            }
+        }
+    }
+    if up.url.len() > 2048 {
+        errors.push(field(
+            "/upstream/url".into(),
+            "too_long",
+            "the upstream URL is at most 2,048 bytes",
+        ));
+    }
+    if up.headers.len() > MAX_HEADERS {
+        errors.push(field(
+            "/upstream/headers".into(),
+            "too_many",
+            format!("at most {MAX_HEADERS} upstream headers"),
+        ));
+    }
+    let total: usize = up.headers.iter().map(|(k, v)| k.len() + v.len()).sum();
+    if total > MAX_HEADER_BYTES {
+        errors.push(field(
+            "/upstream/headers".into(),
+            "too_large",
+            format!("upstream headers are at most {MAX_HEADER_BYTES} bytes in all"),
+        ));
+    }
+    for (name, value) in &up.headers {
+        let p = format!("/upstream/headers/{}", pointer_escape(name));
+        if axum::http::HeaderName::from_bytes(name.as_bytes()).is_err() {
+            errors.push(field(p, "invalid_header", "not a valid HTTP header name"));
+            continue;
+        }
+        if RESERVED_HEADERS.contains(&name.to_ascii_lowercase().as_str()) {
+            errors.push(field(
+                p,
+                "reserved_header",
+                "Signet sets this header itself; it cannot be configured",
+            ));
+            continue;
+        }
+        // The value is a secret: never echo it in the error.
+        if axum::http::HeaderValue::from_str(value).is_err() {
+            errors.push(field(
+                p,
+                "invalid_header",
+                "the value has characters an HTTP header cannot carry",
+            ));
+        }
+    }
+}
+
+/// Loads a session for its owner: 404 when absent or someone else's, 410
+/// when expired or its version was revoked (which also drops what this
+/// replica cached for it).
+pub async fn owned_session(
+    st: &ResolveState,
+    scope: &TenantScope,
+    id: &str,
+) -> Result<Arc<LiveSession>, ApiError> {
+    if !is_session_id(id) {
+        return Err(session_not_found());
+    }
+    let tenant = scope.tenant();
+    let live = match st.live.get(tenant, id) {
+        Some(l) => l,
+        None => {
+            let row = st
+                .store
+                .session(tenant, id)
+                .await
+                .map_err(store_error)?
+                .ok_or_else(session_not_found)?;
+            let headers = open_headers(st, tenant, &row)?;
+            let live = Arc::new(LiveSession { row, headers });
+            st.live.put(tenant, live.clone());
+            live
+        }
+    };
+    let p = scope.principal();
+    if !live.row.owned_by(&p.issuer, &p.sub) {
+        return Err(session_not_found());
+    }
+    if now() >= live.row.expires_at {
+        st.end_session(tenant, id);
+        return Err(session_expired());
+    }
+    match st
+        .signatures
+        .standing(tenant, &live.row.server, &live.row.version)
+        .await?
+    {
+        Standing::Revoked => {
+            st.end_session(tenant, id);
+            Err(version_revoked())
+        }
+        _ => Ok(live),
+    }
+}
+
+fn open_headers(
+    st: &ResolveState,
+    tenant: &TenantId,
+    row: &SessionRow,
+) -> Result<Vec<(String, String)>, ApiError> {
+    let Some(sealed) = &row.upstream_sealed else {
+        return Ok(Vec::new());
+    };
+    let plain = st.sealer.open(tenant, &row.id, sealed).map_err(|e| {
+        tracing::error!(error = %e, session = %row.id, "sealed upstream headers do not open");
+        ApiError::internal()
+    })?;
+    serde_json::from_slice::<Vec<(String, String)>>(&plain).map_err(|e| {
+        tracing::error!(error = %e, session = %row.id, "sealed upstream headers are not JSON");
+        ApiError::internal()
+    })
+}
+
+/// Open a session (role `client`).
+///
+/// Pins the version (`latest` → the highest approved, now), the tenant's
+/// enforcement mode and the server's cache policy for the session's life.
+/// The upstream is not contacted until the first resolve.
+#[utoipa::path(
+    post,
+    path = "/v1/tenants/{tenant}/sessions",
+    tag = "resolve",
+    operation_id = "open_session",
+    params(("tenant" = String, Path, description = "Tenant id")),
+    request_body = NewSessionBody,
+    security(("bearer" = [])),
+    responses(
+        (status = 201, description = "The new session", body = SessionView),
+        (status = 403, description = "Role missing", body = ProblemBody, content_type = "application/problem+json"),
+        (status = 404, description = "No such tenant, server or version, or no approved version", body = ProblemBody, content_type = "application/problem+json"),
+        (status = 409, description = "The version is not trusted (pending, rejected or revoked)", body = ProblemBody, content_type = "application/problem+json"),
+        (status = 422, description = "Invalid body", body = ProblemBody, content_type = "application/problem+json"),
+    )
+)]
+pub async fn open_session(
+    State(st): State<ResolveState>,
+    scope: TenantScope,
+    StrictJson(body): StrictJson<NewSessionBody>,
+) -> Result<Response, ApiError> {
+    scope.require_any(&[Role::Client])?;
+    let mut errors = Vec::new();
+    if body.server.is_empty() || body.server.len() > 200 {
+        errors.push(field(
+            "/server".into(),
+            "invalid_name",
+            "a server name of 1 to 200 characters",
+        ));
+    }
+    let version = body.version.as_deref().unwrap_or("latest");
+    if version.is_empty() || version.len() > 100 {
+        errors.push(field(
+            "/version".into(),
+            "invalid_version",
+            "an exact version or `latest`",
+        ));
+    }
+    check_upstream(&body.upstream, &mut errors);
+    let max = st.config.max_ttl.as_secs();
+    let ttl = body
+        .ttl_seconds
+        .unwrap_or_else(|| st.config.default_ttl.as_secs().min(max));
+    if !(1..=max).contains(&ttl) {
+        errors.push(field(
+            "/ttl_seconds".into(),
+            "out_of_range",
+            format!("ttl_seconds must be between 1 and {max}"),
+        ));
+    }
+    if !errors.is_empty() {
+        return Err(ApiError::validation(errors));
+    }
+    let tenant = scope.tenant();
+    let pinned = st.signatures.pin(tenant, &body.server, version).await?;
+    match pinned.standing {
+        Standing::Trusted => {}
+        Standing::NotTrusted(status) => {
+            return Err(ApiError::new(
+                StatusCode::CONFLICT,
+                "version_not_trusted",
+                "Version not trusted",
+            )
+            .detail(format!(
+                "version {} is {status}; only approved (or deprecated) versions can back a session",
+                pinned.version
+            )));
+        }
+        Standing::Revoked => {
+            return Err(ApiError::new(
+                StatusCode::CONFLICT,
+                "version_not_trusted",
+                "Version not trusted",
+            )
+            .detail(format!("version {} is revoked", pinned.version)));
+        }
+    }
+    let policy = st.signatures.policy(tenant, &pinned.server).await?;
+    let id = new_session_id();
+    let upstream_sealed = if body.upstream.headers.is_empty() {
+        None
+    } else {
+        let pairs: Vec<(&String, &String)> = body.upstream.headers.iter().collect();
+        let plain = serde_json::to_vec(&pairs).map_err(|_| ApiError::internal())?;
+        Some(st.sealer.seal(tenant, &id, &plain).map_err(|e| {
+            tracing::error!(error = %e, "sealing upstream headers failed");
+            ApiError::internal()
+        })?)
+    };
+    let created_at = now();
+    let row = SessionRow {
+        id,
+        principal: scope.actor().to_owned(),
+        issuer: scope.principal().issuer.clone(),
+        server: pinned.server,
+        version: pinned.version,
+        digest: pinned.digest,
+        mode: policy.mode,
+        cache_policy: policy.cache,
+        upstream_url: body.upstream.url,
+        upstream_sealed,
+        created_at,
+        expires_at: Timestamp::from_millis(created_at.millis() + (ttl as i64) * 1000),
+    };
+    let audit = AuditNote {
+        at: created_at,
+        actor: row.principal.clone(),
+        kind: "session.opened",
+        server: Some(row.server.clone()),
+        version: Some(row.version.clone()),
+        data: json!({
+            "session": row.id,
+            "upstream_url": row.upstream_url,
+            "upstream_headers": body.upstream.headers.keys().collect::<Vec<_>>(),
+            "mode": row.mode.as_str(),
+            "resolve_cache": row.cache_policy.as_str(),
+            "expires_at": row.expires_at.to_string(),
+        }),
+    };
+    st.store
+        .insert_session(tenant, &row, &audit)
+        .await
+        .map_err(store_error)?;
+    let view = SessionView::from(&row);
+    let location = format!("/v1/tenants/{tenant}/sessions/{}", row.id);
+    let headers = body
+        .upstream
+        .headers
+        .into_iter()
+        .collect::<Vec<(String, String)>>();
+    st.live.put(tenant, Arc::new(LiveSession { row, headers }));
+    Ok((
+        StatusCode::CREATED,
+        [(axum::http::header::LOCATION, location)],
+        Json(view),
+    )
+        .into_response())
+}
+
+/// Read one of your sessions (role `client`).
+#[utoipa::path(
+    get,
+    path = "/v1/tenants/{tenant}/sessions/{id}",
+    tag = "resolve",
+    operation_id = "get_session",
+    params(SessionPath),
+    security(("bearer" = [])),
+    responses(
+        (status = 200, description = "The session", body = SessionView),
+        (status = 403, description = "Role missing", body = ProblemBody, content_type = "application/problem+json"),
+        (status = 404, description = "No such session for this caller", body = ProblemBody, content_type = "application/problem+json"),
+        (status = 410, description = "Expired, or its version was revoked", body = ProblemBody, content_type = "application/problem+json"),
+    )
+)]
+pub async fn get_session(
+    State(st): State<ResolveState>,
+    scope: TenantScope,
+    Path(p): Path<SessionPath>,
+) -> Result<Json<SessionView>, ApiError> {
+    scope.require_any(&[Role::Client])?;
+    let live = owned_session(&st, &scope, &p.id).await?;
+    Ok(Json(SessionView::from(&live.row)))
+}
+
+/// Close a session (role `client` for your own; `admin` for any).
+///
+/// Its cached results are dropped at once, on every replica.
+#[utoipa::path(
+    delete,
+    path = "/v1/tenants/{tenant}/sessions/{id}",
+    tag = "resolve",
+    operation_id = "close_session",
+    params(SessionPath),
+    security(("bearer" = [])),
+    responses(
+        (status = 204, description = "Closed"),
+        (status = 403, description = "Role missing", body = ProblemBody, content_type = "application/problem+json"),
+        (status = 404, description = "No such session for this caller", body = ProblemBody, content_type = "application/problem+json"),
+    )
+)]
+pub async fn close_session(
+    State(st): State<ResolveState>,
+    scope: TenantScope,
+    Path(p): Path<SessionPath>,
+) -> Result<StatusCode, ApiError> {
+    scope.require_any(&[Role::Client, Role::Admin])?;
+    if !is_session_id(&p.id) {
+        return Err(session_not_found());
+    }
+    let tenant = scope.tenant();
+    let row = st
+        .store
+        .session(tenant, &p.id)
+        .await
+        .map_err(store_error)?
+        .ok_or_else(session_not_found)?;
+    let pr = scope.principal();
+    if !row.owned_by(&pr.issuer, &pr.sub) && !pr.has(Role::Admin) {
+        return Err(session_not_found());
+    }
+    let audit = AuditNote {
+        at: now(),
+        actor: scope.actor().to_owned(),
+        kind: "session.closed",
+        server: Some(row.server.clone()),
+        version: Some(row.version.clone()),
+        data: json!({"session": row.id}),
+    };
+    let deleted = st
+        .store
+        .delete_session(tenant, &p.id, &audit)
+        .await
+        .map_err(store_error)?;
+    st.end_session(tenant, &p.id);
+    if deleted {
+        Ok(StatusCode::NO_CONTENT)
+    } else {
+        Err(session_not_found())
+    }
+}
+
+/// List the tenant's sessions (role `admin`), expired ones included until
+/// they are purged.
+#[utoipa::path(
+    get,
+    path = "/v1/tenants/{tenant}/sessions",
+    tag = "resolve",
+    operation_id = "list_sessions",
+    params(("tenant" = String, Path, description = "Tenant id"), PageQuery),
+    security(("bearer" = [])),
+    responses(
+        (status = 200, description = "A page of sessions", body = SessionPage),
+        (status = 403, description = "Role missing", body = ProblemBody, content_type = "application/problem+json"),
+        (status = 404, description = "No such tenant", body = ProblemBody, content_type = "application/problem+json"),
+        (status = 422, description = "Bad query", body = ProblemBody, content_type = "application/problem+json"),
+    )
+)]
+pub async fn list_sessions(
+    State(st): State<ResolveState>,
+    scope: TenantScope,
+    Query(q): Query<PageQuery>,
+) -> Result<Json<SessionPage>, ApiError> {
+    scope.require_any(&[Role::Admin])?;
+    let limit = q.limit()?;
+    let after = q.cursor_as(|k| is_session_id(k).then(|| k.to_owned()))?;
+    let mut rows = st
+        .store
+        .sessions(scope.tenant(), after.as_deref(), limit + 1)
+        .await
+        .map_err(store_error)?;
+    let next_cursor = finish_page(&mut rows, limit, |r| r.id.clone());
+    Ok(Json(SessionPage {
+        items: rows.iter().map(SessionView::from).collect(),
+        next_cursor,
+    }))
+}

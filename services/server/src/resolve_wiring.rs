@@ -1,0 +1,204 @@
+//! Wiring of the resolve service: signatures and policies over the registry
+//! and tenancy, header sealing over the server's keyring, and the change
+//! listener that reaches every replica's caches.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde_json::Value;
+use signet_core::Mode;
+use signet_core::ids::TenantId;
+use signet_http::problem::ApiError;
+use signet_registry::RegistryState;
+use signet_registry::keys::Keyring;
+use signet_registry::model::Status;
+use signet_resolve::{
+    CachePolicy, LiveSessions, Pinned, ResolveConfig, ResolveState, Sealer, ServerPolicy,
+    Signatures, Standing,
+};
+use signet_tenancy::model::ResolveCache;
+use signet_tenancy::{EnforcementMode, StoreError, TenantStore};
+
+use crate::config::ResolveSettings;
+use crate::store::Store;
+
+/// The resolve service's view of the registry and of tenant policies.
+pub struct RegistrySignatures {
+    /// The registry (its ETag index answers `standing` from memory).
+    pub registry: RegistryState,
+    /// Tenant policies.
+    pub tenants: Arc<dyn TenantStore>,
+}
+
+fn standing(status: Status) -> Standing {
+    match status {
+        Status::Approved | Status::Deprecated => Standing::Trusted,
+        Status::Pending => Standing::NotTrusted("pending review"),
+        Status::Rejected => Standing::NotTrusted("rejected"),
+        Status::Revoked => Standing::Revoked,
+    }
+}
+
+fn mode(m: EnforcementMode) -> Mode {
+    match m {
+        EnforcementMode::Strict => Mode::Strict,
+        EnforcementMode::Permissive => Mode::Permissive,
+        EnforcementMode::Advisory => Mode::Advisory,
+    }
+}
+
+#[async_trait]
+impl Signatures for RegistrySignatures {
+    async fn pin(
+        &self,
+        tenant: &TenantId,
+        server: &str,
+        version: &str,
+    ) -> Result<Pinned, ApiError> {
+        let key = signet_registry::error::server_key(server)?;
+        let key = key.canonical().to_owned();
+        let exact =
+            signet_registry::service::resolve_version(&self.registry, tenant, &key, version)
+                .await?;
+        let idx = signet_registry::service::server_index(&self.registry, tenant, &key).await?;
+        let entry = idx
+            .entries
+            .get(&exact)
+            .ok_or_else(signet_registry::error::version_not_found)?;
+        Ok(Pinned {
+            server: key,
+            version: exact,
+            digest: entry.digest.clone(),
+            standing: standing(entry.status),
+        })
+    }
+
+    async fn standing(
+        &self,
+        tenant: &TenantId,
+        server: &str,
+        version: &str,
+    ) -> Result<Standing, ApiError> {
+        let idx = signet_registry::service::server_index(&self.registry, tenant, server).await?;
+        // Versions are never deleted: a pinned version missing from the
+        // index means the tenant's data is gone; treat it as revoked.
+        Ok(idx
+            .entries
+            .get(version)
+            .map_or(Standing::Revoked, |e| standing(e.status)))
+    }
+
+    async fn document(
+        &self,
+        tenant: &TenantId,
+        server: &str,
+        version: &str,
+    ) -> Result<Value, ApiError> {
+        let v = signet_registry::service::load(&self.registry, tenant, server, version).await?;
+        serde_json::from_str(&v.document).map_err(|e| {
+            tracing::error!(error = %e, "stored document is not JSON");
+            ApiError::internal()
+        })
+    }
+
+    async fn policy(&self, tenant: &TenantId, server: &str) -> Result<ServerPolicy, ApiError> {
+        let rec = self.tenants.policy(tenant).await.map_err(|e| match e {
+            StoreError::Unavailable(m) => {
+                tracing::error!(error = %m, "database unavailable");
+                ApiError::unavailable("the database is unavailable; retry later")
+            }
+            other => {
+                tracing::error!(error = %other, "database error");
+                ApiError::internal()
+            }
+        })?;
+        let Some(rec) = rec else {
+            return Err(signet_http::tenant::tenant_not_found());
+        };
+        let o = rec
+            .policy
+            .overrides
+            .servers
+            .iter()
+            .find(|(name, _)| name.to_ascii_lowercase() == server)
+            .map(|(_, o)| o);
+        Ok(ServerPolicy {
+            mode: mode(
+                o.and_then(|o| o.enforcement_mode)
+                    .unwrap_or(rec.policy.enforcement_mode),
+            ),
+            cache: match o.and_then(|o| o.resolve_cache) {
+                Some(ResolveCache::None) => CachePolicy::None,
+                Some(ResolveCache::Session) | None => CachePolicy::Session,
+            },
+        })
+    }
+}
+
+/// Seals upstream headers with the server's encryption key.
+pub struct KeyringSealer(pub Arc<Keyring>);
+
+impl Sealer for KeyringSealer {
+    fn seal(&self, tenant: &TenantId, context: &str, plain: &[u8]) -> Result<String, String> {
+        self.0
+            .seal_bound(tenant, context, plain)
+            .map_err(|e| e.to_string())
+    }
+
+    fn open(&self, tenant: &TenantId, context: &str, sealed: &str) -> Result<Vec<u8>, String> {
+        self.0
+            .open_bound(tenant, context, sealed)
+            .map_err(|e| e.to_string())
+    }
+}
+
+/// The resolve service's state over `store` and the registry.
+pub fn resolve_state(
+    store: &Store,
+    registry: &RegistryState,
+    settings: &ResolveSettings,
+) -> ResolveState {
+    ResolveState {
+        store: store.sessions(),
+        signatures: Arc::new(RegistrySignatures {
+            registry: registry.clone(),
+            tenants: store.tenants(),
+        }),
+        sealer: Arc::new(KeyringSealer(registry.keyring.clone())),
+        live: Arc::new(LiveSessions::default()),
+        config: Arc::new(ResolveConfig {
+            default_ttl: Duration::from_secs(settings.default_session_ttl_secs),
+            max_ttl: Duration::from_secs(settings.max_session_ttl_secs),
+        }),
+    }
+}
+
+/// On PostgreSQL, listens for changes committed by any replica and evicts
+/// what this replica cached: registry writes evict the ETag index (a
+/// revocation then reaches every resolve through `standing`); closed
+/// sessions are dropped. On a gap, everything is dropped. SQLite runs as
+/// one process and needs no listener.
+pub fn spawn_change_listener(store: &Store, registry: &RegistryState, resolve: &ResolveState) {
+    let Store::Postgres(pg) = store else {
+        return;
+    };
+    let (index, gap_index) = (registry.index.clone(), registry.index.clone());
+    let (res, gap_res) = (resolve.clone(), resolve.clone());
+    pg.spawn_change_listener(
+        move |channel, tenant, key| {
+            let Ok(t) = TenantId::parse(tenant) else {
+                return;
+            };
+            match channel {
+                signet_store_postgres::REGISTRY_CHANNEL => index.evict(&t, key),
+                signet_store_postgres::RESOLVE_CHANNEL => res.end_session(&t, key),
+                _ => {}
+            }
+        },
+        move || {
+            gap_index.clear();
+            gap_res.live.clear();
+        },
+    );
+}

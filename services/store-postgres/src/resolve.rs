@@ -1,0 +1,208 @@
+//! The resolve service's session store on PostgreSQL.
+
+use async_trait::async_trait;
+use signet_core::ids::{TenantId, Timestamp};
+use signet_resolve::{AuditNote, CachePolicy, SessionRow, SessionStore, SessionStoreError};
+use signet_tenancy::StoreError;
+use signet_tenancy::model::NewAuditEvent;
+use sqlx::Row;
+use sqlx::postgres::PgRow;
+
+use crate::{PgStore, err, insert_audit};
+
+fn serr(e: sqlx::Error) -> SessionStoreError {
+    if let sqlx::Error::Database(db) = &e
+        && db.is_foreign_key_violation()
+    {
+        return SessionStoreError::VersionNotFound;
+    }
+    aerr(err(e))
+}
+
+fn aerr(e: StoreError) -> SessionStoreError {
+    match e {
+        StoreError::Unavailable(m) => SessionStoreError::Unavailable(m),
+        StoreError::Conflict(_) => SessionStoreError::Conflict,
+        other => SessionStoreError::Other(other.to_string()),
+    }
+}
+
+const COLUMNS: &str = "id, principal, issuer, server, version, digest, mode, cache_policy, \
+     upstream_url, upstream_sealed, created_at, expires_at";
+
+fn session_from_row(r: &PgRow) -> Result<SessionRow, SessionStoreError> {
+    let mode: String = r.try_get("mode").map_err(serr)?;
+    let cache: String = r.try_get("cache_policy").map_err(serr)?;
+    Ok(SessionRow {
+        id: r.try_get("id").map_err(serr)?,
+        principal: r.try_get("principal").map_err(serr)?,
+        issuer: r.try_get("issuer").map_err(serr)?,
+        server: r.try_get("server").map_err(serr)?,
+        version: r.try_get("version").map_err(serr)?,
+        digest: r.try_get("digest").map_err(serr)?,
+        mode: mode
+            .parse()
+            .map_err(|_| SessionStoreError::Other(format!("stored mode {mode}")))?,
+        cache_policy: CachePolicy::parse(&cache)
+            .ok_or_else(|| SessionStoreError::Other(format!("stored cache policy {cache}")))?,
+        upstream_url: r.try_get("upstream_url").map_err(serr)?,
+        upstream_sealed: r.try_get("upstream_sealed").map_err(serr)?,
+        created_at: Timestamp::from_millis(r.try_get("created_at").map_err(serr)?),
+        expires_at: Timestamp::from_millis(r.try_get("expires_at").map_err(serr)?),
+    })
+}
+
+fn audit_event(a: &AuditNote) -> NewAuditEvent {
+    NewAuditEvent {
+        at: a.at,
+        actor: a.actor.clone(),
+        kind: a.kind.to_owned(),
+        server: a.server.clone(),
+        version: a.version.clone(),
+        data: a.data.clone(),
+    }
+}
+
+#[async_trait]
+impl SessionStore for PgStore {
+    async fn insert_session(
+        &self,
+        tenant: &TenantId,
+        s: &SessionRow,
+        audit: &AuditNote,
+    ) -> Result<(), SessionStoreError> {
+        let mut tx = self.pool.begin().await.map_err(serr)?;
+        sqlx::query(sqlx::AssertSqlSafe(format!(
+            "INSERT INTO resolve_sessions (tenant_id, {COLUMNS})
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)"
+        )))
+        .bind(tenant.as_str())
+        .bind(&s.id)
+        .bind(&s.principal)
+        .bind(&s.issuer)
+        .bind(&s.server)
+        .bind(&s.version)
+        .bind(&s.digest)
+        .bind(s.mode.as_str())
+        .bind(s.cache_policy.as_str())
+        .bind(&s.upstream_url)
+        .bind(&s.upstream_sealed)
+        .bind(s.created_at.millis())
+        .bind(s.expires_at.millis())
+        .execute(&mut *tx)
+        .await
+        .map_err(serr)?;
+        insert_audit(&mut tx, tenant, &audit_event(audit))
+            .await
+            .map_err(aerr)?;
+        tx.commit().await.map_err(serr)
+    }
+
+    async fn session(
+        &self,
+        tenant: &TenantId,
+        id: &str,
+    ) -> Result<Option<SessionRow>, SessionStoreError> {
+        sqlx::query(sqlx::AssertSqlSafe(format!(
+            "SELECT {COLUMNS} FROM resolve_sessions WHERE tenant_id = $1 AND id = $2"
+        )))
+        .bind(tenant.as_str())
+        .bind(id)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(serr)?
+        .as_ref()
+        .map(session_from_row)
+        .transpose()
+    }
+
+    async fn delete_session(
+        &self,
+        tenant: &TenantId,
+        id: &str,
+        audit: &AuditNote,
+    ) -> Result<bool, SessionStoreError> {
+        let mut tx = self.pool.begin().await.map_err(serr)?;
+        let gone = sqlx::query("DELETE FROM resolve_sessions WHERE tenant_id = $1 AND id = $2")
+            .bind(tenant.as_str())
+            .bind(id)
+            .execute(&mut *tx)
+            .await
+            .map_err(serr)?
+            .rows_affected();
+        if gone == 0 {
+            return Ok(false);
+        }
+        insert_audit(&mut tx, tenant, &audit_event(audit))
+            .await
+            .map_err(aerr)?;
+        tx.commit().await.map_err(serr)?;
+        self.notify_session_closed(tenant, id).await;
+        Ok(true)
+    }
+
+    async fn sessions(
+        &self,
+        tenant: &TenantId,
+        after: Option<&str>,
+        limit: u32,
+    ) -> Result<Vec<SessionRow>, SessionStoreError> {
+        sqlx::query(sqlx::AssertSqlSafe(format!(
+            "SELECT {COLUMNS} FROM resolve_sessions
+             WHERE tenant_id = $1 AND id > $2 ORDER BY id LIMIT $3"
+        )))
+        .bind(tenant.as_str())
+        .bind(after.unwrap_or(""))
+        .bind(i64::from(limit))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(serr)?
+        .iter()
+        .map(session_from_row)
+        .collect()
+    }
+
+    async fn record(&self, tenant: &TenantId, audit: &AuditNote) -> Result<(), SessionStoreError> {
+        let mut tx = self.pool.begin().await.map_err(serr)?;
+        insert_audit(&mut tx, tenant, &audit_event(audit))
+            .await
+            .map_err(aerr)?;
+        tx.commit().await.map_err(serr)
+    }
+
+    async fn purge_expired(&self, before: Timestamp, limit: u32) -> Result<u64, SessionStoreError> {
+        let mut tx = self.pool.begin().await.map_err(serr)?;
+        let n = sqlx::query(
+            "DELETE FROM resolve_sessions WHERE (tenant_id, id) IN
+                (SELECT tenant_id, id FROM resolve_sessions WHERE expires_at < $1 LIMIT $2)",
+        )
+        .bind(before.millis())
+        .bind(i64::from(limit))
+        .execute(&mut *tx)
+        .await
+        .map_err(serr)?
+        .rows_affected();
+        tx.commit().await.map_err(serr)?;
+        Ok(n)
+    }
+}
+
+/// Channel on which closed sessions are announced to every replica.
+pub const RESOLVE_CHANNEL: &str = "signet_resolve";
+
+impl PgStore {
+    /// Announces a closed session (`tenant<TAB>id`) after its commit, so
+    /// every replica drops what it cached for it. If this is lost, other
+    /// replicas forget the session when their copy reaches its time to
+    /// live (30 s), as the registry's ETag index does.
+    async fn notify_session_closed(&self, tenant: &TenantId, id: &str) {
+        let sent = sqlx::query("SELECT pg_notify($1, $2)")
+            .bind(RESOLVE_CHANNEL)
+            .bind(format!("{tenant}\t{id}"))
+            .execute(&self.pool)
+            .await;
+        if let Err(e) = sent {
+            tracing::warn!(error = %e, "session close notification failed; other replicas forget the session within 30 s");
+        }
+    }
+}
