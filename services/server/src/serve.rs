@@ -152,6 +152,7 @@ pub async fn start(cfg: Config, listener: Option<TcpListener>) -> anyhow::Result
     let registry = crate::registry_wiring::registry_state(&store, keyring, cfg.limits.clone());
     let resolve = crate::resolve_wiring::resolve_state(&store, &registry, &cfg.resolve);
     crate::resolve_wiring::spawn_change_listener(&store, &registry, &resolve);
+    let purge = crate::resolve_wiring::spawn_session_purge(&store, Duration::from_secs(600));
     let ctx = AppContext {
         tenants: store.tenants(),
         registry,
@@ -202,6 +203,7 @@ pub async fn start(cfg: Config, listener: Option<TcpListener>) -> anyhow::Result
                 Ok(())
             }
         };
+        purge.abort();
         store.close().await;
         result
     });
