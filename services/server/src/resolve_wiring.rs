@@ -214,7 +214,7 @@ pub fn spawn_session_purge(store: &Store, every: Duration) -> tokio::task::JoinH
             tick.tick().await;
             loop {
                 match sessions.purge_expired(signet_resolve::state::now(), 1000).await {
-                    Ok(n) if n == 1000 => continue,
+                    Ok(1000) => continue,
                     Ok(n) => {
                         if n > 0 {
                             tracing::info!(sessions = n, "purged ended resolve sessions");
