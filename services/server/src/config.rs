@@ -317,12 +317,9 @@ impl Config {
             {
                 bail!("{at}.hs256_secret must be at least 32 bytes");
             }
-            if let Some(u) = &iss.jwks_url
-                && !(u.starts_with("https://")
-                    || u.starts_with("http://127.0.0.1")
-                    || u.starts_with("http://localhost"))
-            {
-                bail!("{at}.jwks_url must be https (plain http only on loopback)");
+            if let Some(u) = &iss.jwks_url {
+                crate::url_policy::trusted_fetch_url(u)
+                    .map_err(|e| anyhow::anyhow!("{at}.jwks_url: {e}"))?;
             }
         }
         if self.postgres.max_connections == 0 {
@@ -460,6 +457,54 @@ mod tests {
         let keys = config_keys();
         assert!(keys.contains(&"listen".to_owned()));
         assert!(keys.contains(&"encryption_key".to_owned()));
+    }
+
+    fn with_jwks(url: &str) -> Config {
+        let mut c = Config::default();
+        c.auth.issuers.push(IssuerSettings {
+            issuer: "https://login.example.com/".into(),
+            audience: "signet".into(),
+            algorithms: vec!["RS256".into()],
+            jwks_url: Some(url.into()),
+            public_key_file: None,
+            hs256_secret: None,
+        });
+        c
+    }
+
+    #[test]
+    fn jwks_urls_are_https_or_plain_http_to_loopback_only() {
+        for ok in [
+            "https://login.example.com/.well-known/jwks.json",
+            "https://localhost.evil.com/jwks",
+            "http://localhost/jwks",
+            "http://LOCALHOST:8080/jwks",
+            "http://127.0.0.1:9999/jwks",
+            "http://127.3.4.5/jwks",
+            "http://[::1]:8080/jwks",
+        ] {
+            with_jwks(ok)
+                .validate()
+                .unwrap_or_else(|e| panic!("{ok} refused: {e}"));
+        }
+        for bad in [
+            "http://localhost.evil.com/jwks",
+            "http://127.0.0.1.nip.io/jwks",
+            "http://127.0.0.1@evil.com/jwks",
+            "http://localhost@evil.com/jwks",
+            "http://user@evil.com@localhost/jwks",
+            "http://user:pw@localhost/jwks",
+            "https://user:pw@login.example.com/jwks",
+            "http://evil.com/jwks",
+            "http://10.0.0.1/jwks",
+            "http://foo.localhost/jwks",
+            "ftp://localhost/jwks",
+            "localhost/jwks",
+            "https://",
+        ] {
+            let e = with_jwks(bad).validate().expect_err(bad).to_string();
+            assert!(e.contains("auth.issuers[0].jwks_url"), "{bad}: {e}");
+        }
     }
 
     #[test]

@@ -15,3 +15,4 @@ pub mod serve;
 pub mod signature_cmd;
 pub mod store;
 pub mod telemetry;
+pub mod url_policy;

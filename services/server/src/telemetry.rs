@@ -114,10 +114,12 @@ fn check_protocol(p: &str, what: &str) -> anyhow::Result<()> {
     }
 }
 
+/// An OTLP endpoint: a parsed `http://` or `https://` URL with a host and no
+/// credentials (send those in `OTEL_EXPORTER_OTLP_HEADERS`). Plain http to
+/// another host is allowed: collectors usually run beside the server (a
+/// sidecar, a cluster-local Service) and the export carries no secret.
 fn check_endpoint(url: &str, what: &str) -> anyhow::Result<()> {
-    if !(url.starts_with("http://") || url.starts_with("https://")) {
-        bail!("{what}: {url:?} must be an http:// or https:// URL");
-    }
+    crate::url_policy::http_url(url).map_err(|e| anyhow::anyhow!("{what}: {e}"))?;
     Ok(())
 }
 
@@ -833,6 +835,16 @@ mod tests {
                 "OTEL_EXPORTER_OTLP_ENDPOINT",
             ),
             ("OTEL_TRACES_EXPORTER", "zipkin", "OTEL_TRACES_EXPORTER"),
+            (
+                "OTEL_EXPORTER_OTLP_ENDPOINT",
+                "http://user:key@collector:4318",
+                "credentials",
+            ),
+            (
+                "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+                "http://",
+                "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+            ),
         ] {
             let e = Settings::resolve(&cfg, &env_of(&[(k, v)])).unwrap_err();
             assert!(e.to_string().contains(want), "{k}={v}: {e}");
