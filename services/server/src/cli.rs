@@ -57,7 +57,9 @@ pub struct ServeArgs {
     /// Address to listen on [default: 127.0.0.1:8080].
     #[arg(long)]
     pub listen: Option<String>,
-    /// Services to run: any of registry,resolve,scope [default: all].
+    /// Services whose routes to serve: any of tenancy,registry,resolve,scope
+    /// [default: all]. /healthz, /readyz, /metrics, /docs and /openapi.json
+    /// are always served.
     #[arg(long, value_delimiter = ',')]
     pub services: Option<Vec<String>>,
     /// Dev mode: generate a signing key in the data directory and print tokens.
@@ -116,12 +118,18 @@ pub async fn run(cli: Cli) -> anyhow::Result<i32> {
     }
 }
 
-async fn serve(args: ServeArgs) -> anyhow::Result<i32> {
+/// The configuration `signet serve` runs with: defaults, file, environment,
+/// then these flags.
+pub fn serve_config(args: &ServeArgs) -> anyhow::Result<Config> {
     let mut flags = args.db.overrides();
     flags.listen = args.listen.clone();
     flags.services = args.services.clone();
     flags.dev = args.dev.then_some(true);
-    let cfg = Config::load(args.db.config.as_deref(), &flags)?;
+    Config::load(args.db.config.as_deref(), &flags)
+}
+
+async fn serve(args: ServeArgs) -> anyhow::Result<i32> {
+    let cfg = serve_config(&args)?;
     let telemetry = crate::telemetry::init(&cfg)?;
     for var in crate::config::unknown_env_vars() {
         eprintln!("signet: warning: ignoring {var}: it names no setting");
@@ -131,6 +139,12 @@ async fn serve(args: ServeArgs) -> anyhow::Result<i32> {
         crate::config::Backend::Postgres(u) => redact_url(&u),
     };
     let data_dir = cfg.data_dir.clone();
+    let services = cfg
+        .services()?
+        .iter()
+        .map(|s| s.name())
+        .collect::<Vec<_>>()
+        .join(", ");
     let running = crate::serve::start(cfg, None).await?;
     let base = format!("http://{}", running.addr);
     let mut out = std::io::stdout().lock();
@@ -140,6 +154,10 @@ async fn serve(args: ServeArgs) -> anyhow::Result<i32> {
         env!("CARGO_PKG_VERSION")
     )?;
     writeln!(out, "  database:  {db}")?;
+    writeln!(
+        out,
+        "  services:  {services}   (always: /healthz /readyz /metrics /docs)"
+    )?;
     writeln!(
         out,
         "  API docs:  {base}/docs   (OpenAPI: {base}/openapi.json)"

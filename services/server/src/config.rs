@@ -12,6 +12,8 @@ use figment::providers::{Env, Format, Serialized, Toml};
 use serde::{Deserialize, Serialize};
 use signet_core::card::Limits;
 
+use crate::services::Service;
+
 /// The whole configuration.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -22,7 +24,11 @@ pub struct Config {
     pub data_dir: PathBuf,
     /// `postgres://...` or `sqlite://...`; empty means SQLite in `data_dir`.
     pub database_url: String,
-    /// Services to run in this process: `registry`, `resolve`, `scope`.
+    /// Services whose routes this process serves: any of `tenancy`,
+    /// `registry`, `resolve`, `scope` (a list, or one comma-separated string
+    /// as in `SIGNET_SERVICES=tenancy,registry`). The operational routes are
+    /// always served. See [`crate::services`].
+    #[serde(deserialize_with = "list_or_commas")]
     pub services: Vec<String>,
     /// Dev mode: generate a signing key in `data_dir` and print tokens.
     pub dev: bool,
@@ -158,7 +164,7 @@ impl Default for Config {
             listen: "127.0.0.1:8080".into(),
             data_dir: PathBuf::from("./signet-data"),
             database_url: String::new(),
-            services: vec!["registry".into(), "resolve".into(), "scope".into()],
+            services: Service::ALL.map(|s| s.name().to_owned()).to_vec(),
             dev: false,
             migrate_on_start: true,
             body_limit_bytes: 2 * 1024 * 1024,
@@ -258,11 +264,7 @@ impl Config {
                 self.log_format
             );
         }
-        for s in &self.services {
-            if !matches!(s.as_str(), "registry" | "resolve" | "scope") {
-                bail!("services: unknown service {s:?} (known: registry, resolve, scope)");
-            }
-        }
+        self.services()?;
         let l = &self.limits;
         for (name, value) in [
             ("max_document_bytes", l.max_document_bytes),
@@ -276,9 +278,6 @@ impl Config {
             if value == 0 {
                 bail!("limits.{name} must be greater than 0");
             }
-        }
-        if self.services.is_empty() {
-            bail!("services must name at least one of registry, resolve, scope");
         }
         if self.auth.leeway_secs > signet_http::auth::MAX_LEEWAY_SECS {
             bail!(
@@ -356,10 +355,35 @@ impl Config {
         }
     }
 
+    /// The services this process serves, sorted, without duplicates.
+    pub fn services(&self) -> anyhow::Result<Vec<Service>> {
+        crate::services::parse_list(&self.services).map_err(|e| anyhow::anyhow!("services: {e}"))
+    }
+
     /// Whether dev mode is on: explicitly, or because no issuer is configured.
     pub fn dev_mode(&self) -> bool {
         self.dev || self.auth.issuers.is_empty()
     }
+}
+
+/// A list of strings, or one string of comma-separated items (what an
+/// environment variable can hold).
+fn list_or_commas<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum ListOrCommas {
+        List(Vec<String>),
+        Commas(String),
+    }
+    Ok(match ListOrCommas::deserialize(d)? {
+        ListOrCommas::List(l) => l,
+        ListOrCommas::Commas(s) => s
+            .split(',')
+            .map(str::trim)
+            .filter(|x| !x.is_empty())
+            .map(str::to_owned)
+            .collect(),
+    })
 }
 
 /// The top-level configuration keys (what `SIGNET_<KEY>` may name).
@@ -505,6 +529,30 @@ mod tests {
             let e = with_jwks(bad).validate().expect_err(bad).to_string();
             assert!(e.contains("auth.issuers[0].jwks_url"), "{bad}: {e}");
         }
+    }
+
+    #[test]
+    fn services_default_to_all_and_are_checked() {
+        assert_eq!(Config::default().services().unwrap(), Service::ALL.to_vec());
+        let c = Config {
+            services: vec!["registry".into(), "billing".into()],
+            ..Config::default()
+        };
+        let e = c.validate().unwrap_err().to_string();
+        assert!(
+            e.starts_with("services: unknown service \"billing\""),
+            "{e}"
+        );
+        let c = Config {
+            services: Vec::new(),
+            ..Config::default()
+        };
+        assert!(
+            c.validate()
+                .unwrap_err()
+                .to_string()
+                .contains("at least one")
+        );
     }
 
     #[test]

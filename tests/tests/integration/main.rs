@@ -9,6 +9,7 @@ mod ops;
 mod registry;
 mod registry_realdata;
 mod repo;
+mod services;
 mod signature_cli;
 mod smoke;
 mod storage;
