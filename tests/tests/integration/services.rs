@@ -312,3 +312,30 @@ fn read_banner(child: &mut Child) -> String {
         }
     }
 }
+
+/// The Helm chart runs one Deployment per service in split mode; its list
+/// of services is the server's, so a new service gets its own role.
+#[test]
+fn the_helm_chart_knows_every_service() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let helpers = std::fs::read_to_string(root.join("helm/signet/templates/_helpers.tpl")).unwrap();
+    let define = helpers
+        .split("{{- define \"signet.serviceNames\" -}}")
+        .nth(1)
+        .expect("signet.serviceNames in _helpers.tpl");
+    let list = define
+        .lines()
+        .find(|l| l.contains("list "))
+        .expect("a list of names");
+    let names: Vec<&str> = list.split('"').skip(1).step_by(2).collect();
+    assert_eq!(names, Service::ALL.map(Service::name).to_vec(), "{list}");
+    let script = std::fs::read_to_string(root.join("scripts/check-helm.py")).unwrap();
+    let expected = format!(
+        "SERVICES = [{}]",
+        Service::ALL.map(|s| format!("\"{}\"", s.name())).join(", ")
+    );
+    assert!(
+        script.contains(&expected),
+        "scripts/check-helm.py: {expected}"
+    );
+}
