@@ -324,7 +324,9 @@ async fn edge(State(metrics): State<Arc<Metrics>>, mut req: Request, next: Next)
     req.headers_mut().insert("x-request-id", rid.clone());
     // Borrowed, not copied: this runs on every request.
     let matched = req.extensions().get::<MatchedPath>().cloned();
-    let route: &str = matched.as_ref().map_or("unmatched", |m| m.as_str());
+    let route: &str = matched
+        .as_ref()
+        .map_or(crate::metrics::UNMATCHED_ROUTE, |m| m.as_str());
     let method: Method = req.method().clone();
     let rid_str = rid.to_str().unwrap_or("unknown");
     let span = tracing::info_span!(

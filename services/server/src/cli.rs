@@ -130,7 +130,7 @@ pub fn serve_config(args: &ServeArgs) -> anyhow::Result<Config> {
 
 async fn serve(args: ServeArgs) -> anyhow::Result<i32> {
     let cfg = serve_config(&args)?;
-    let telemetry = crate::telemetry::init(&cfg)?;
+    let telemetry = crate::telemetry::init(&cfg.telemetry, cfg.log_format())?;
     for var in crate::config::unknown_env_vars() {
         eprintln!("signet: warning: ignoring {var}: it names no setting");
     }
@@ -209,7 +209,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<i32> {
 
 async fn migrate(args: DbArgs) -> anyhow::Result<i32> {
     let cfg = Config::load(args.config.as_deref(), &args.overrides())?;
-    let _telemetry = crate::telemetry::init(&cfg)?;
+    let _telemetry = crate::telemetry::init(&cfg.telemetry, cfg.log_format())?;
     let store = crate::store::Store::open(&cfg).await?;
     let pending = store.pending_migrations().await?;
     if pending.is_empty() {

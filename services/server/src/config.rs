@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 use signet_core::card::Limits;
 
 use crate::services::Service;
+use crate::telemetry::{LogFormat, TelemetryConfig};
 
 /// The whole configuration.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -103,59 +104,6 @@ pub struct PostgresConfig {
     pub acquire_timeout_secs: u64,
     /// Server-side statement timeout, in seconds.
     pub statement_timeout_secs: u64,
-}
-
-/// `[telemetry]`: log filter, and OpenTelemetry (OTLP) export of traces and
-/// metrics. Export is off by default. The standard `OTEL_*` variables
-/// (`OTEL_EXPORTER_OTLP_ENDPOINT`, `OTEL_SERVICE_NAME`, `OTEL_TRACES_SAMPLER`,
-/// `OTEL_TRACES_SAMPLER_ARG`, `OTEL_SDK_DISABLED`, ...) win over these
-/// settings; see `docs/OBSERVABILITY.md` and [`crate::telemetry`].
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct TelemetryConfig {
-    /// Export traces over OTLP.
-    pub traces: bool,
-    /// Export metrics over OTLP (the `/metrics` endpoint is always on).
-    pub metrics: bool,
-    /// OTLP/HTTP base URL (`/v1/traces`, `/v1/metrics` are appended);
-    /// empty means `http://localhost:4318`.
-    pub endpoint: String,
-    /// OTLP protocol; only `http/protobuf` is built in.
-    pub protocol: String,
-    /// `service.name` of the exported resource.
-    pub service_name: String,
-    /// Sampler: `always_on`, `always_off`, `traceidratio`,
-    /// `parentbased_always_on`, `parentbased_always_off`,
-    /// `parentbased_traceidratio`.
-    pub sampler: String,
-    /// Ratio for the `traceidratio` samplers, 0.0 to 1.0.
-    pub sampler_arg: f64,
-    /// Seconds between two metric exports.
-    pub metrics_interval_secs: u64,
-    /// Seconds an export may take before it is abandoned.
-    pub export_timeout_secs: u64,
-    /// Which log lines are written (`RUST_LOG` syntax; `RUST_LOG` wins).
-    pub log_filter: String,
-    /// Which spans and events are exported as traces (`RUST_LOG` syntax).
-    pub trace_filter: String,
-}
-
-impl Default for TelemetryConfig {
-    fn default() -> Self {
-        Self {
-            traces: false,
-            metrics: false,
-            endpoint: String::new(),
-            protocol: "http/protobuf".into(),
-            service_name: "signet".into(),
-            sampler: "parentbased_always_on".into(),
-            sampler_arg: 1.0,
-            metrics_interval_secs: 60,
-            export_timeout_secs: 10,
-            log_filter: "info".into(),
-            trace_filter: "info".into(),
-        }
-    }
 }
 
 impl Default for Config {
@@ -358,6 +306,15 @@ impl Config {
     /// The services this process serves, sorted, without duplicates.
     pub fn services(&self) -> anyhow::Result<Vec<Service>> {
         crate::services::parse_list(&self.services).map_err(|e| anyhow::anyhow!("services: {e}"))
+    }
+
+    /// The log line format (`log_format`, checked by [`Config::validate`]).
+    pub fn log_format(&self) -> LogFormat {
+        if self.log_format == "json" {
+            LogFormat::Json
+        } else {
+            LogFormat::Text
+        }
     }
 
     /// Whether dev mode is on: explicitly, or because no issuer is configured.
