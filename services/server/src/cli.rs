@@ -8,6 +8,7 @@ use clap::{Args, Parser, Subcommand};
 
 use crate::config::{Config, Overrides, redact_url};
 use crate::devkeys::{DevKey, parse_ttl};
+use crate::services::Service;
 
 /// Signet: a control plane for MCP servers.
 #[derive(Debug, Parser)]
@@ -139,12 +140,20 @@ async fn serve(args: ServeArgs) -> anyhow::Result<i32> {
         crate::config::Backend::Postgres(u) => redact_url(&u),
     };
     let data_dir = cfg.data_dir.clone();
-    let services = cfg
-        .services()?
+    let served = cfg.services()?;
+    let services = served
         .iter()
         .map(|s| s.name())
         .collect::<Vec<_>>()
         .join(", ");
+    // A path this process answers, for the dev-mode hint.
+    let try_path = if served.contains(&Service::Tenancy) {
+        "/v1/tenants/dev"
+    } else if served.contains(&Service::Registry) {
+        "/v1/tenants/dev/servers"
+    } else {
+        "/readyz"
+    };
     let running = crate::serve::start(cfg, None).await?;
     let base = format!("http://{}", running.addr);
     let mut out = std::io::stdout().lock();
@@ -189,7 +198,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<i32> {
         )?;
         writeln!(
             out,
-            "\nTry:  curl -H \"Authorization: Bearer $SIGNET_TOKEN\" {base}/v1/tenants/dev"
+            "\nTry:  curl -H \"Authorization: Bearer $SIGNET_TOKEN\" {base}{try_path}"
         )?;
         writeln!(
             out,

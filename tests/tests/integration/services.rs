@@ -251,6 +251,10 @@ async fn signet_serve_services_registry_over_tcp() {
         .expect("listening line")
         .to_owned();
     assert!(banner.contains("services:  registry "), "{banner}");
+    assert!(
+        banner.contains(&format!("{base}/v1/tenants/dev/servers")),
+        "{banner}"
+    );
     let token = banner
         .lines()
         .find_map(|l| l.trim().strip_prefix("export SIGNET_TOKEN="))
