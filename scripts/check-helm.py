@@ -10,13 +10,20 @@ rules: probes on /healthz and /readyz, non-root and read-only containers,
 the migration Job as a pre-install/pre-upgrade hook running `signet migrate`,
 secrets referenced (never literal env values, never rendered from the chart's
 defaults), consistent selectors, and the expected objects per value set.
+The Ingress is checked against the API itself: every path of
+openapi/openapi.json (and the paths resolve and scope will serve) must reach
+the Deployment whose `--services` serves it, under the controller's path
+semantics (Kubernetes prefixes; ingress-nginx regular expressions, longest
+first), and the operational routes must not be exposed.
 A few bad value sets must fail to render.
 
 Usage: python3 scripts/check-helm.py [REPO_ROOT]
 Needs: pip install helm-python-sdk kubernetes-validate pyyaml
 """
 
+import json
 import pathlib
+import re
 import sys
 
 import helm_python as helm
@@ -33,11 +40,33 @@ SECRET_ENV = {"SIGNET_DATABASE_URL", "SIGNET_ENCRYPTION_KEY"}
 # value set -> expected object counts by kind (None: not checked)
 EXPECT = {
     "default": {"Deployment": 1, "Service": 1, "HorizontalPodAutoscaler": 0,
-                "PodDisruptionBudget": 1, "Job": 1, "Secret": 0, "ServiceMonitor": 0},
-    "split-hpa": {"Deployment": 3, "Service": 3, "HorizontalPodAutoscaler": 3,
-                  "PodDisruptionBudget": 3, "Job": 1, "Secret": 0, "ServiceMonitor": 1},
+                "PodDisruptionBudget": 1, "Job": 1, "Secret": 0, "ServiceMonitor": 0,
+                "Ingress": 0},
+    "split-hpa": {"Deployment": 4, "Service": 4, "HorizontalPodAutoscaler": 4,
+                  "PodDisruptionBudget": 4, "Job": 1, "Secret": 0, "ServiceMonitor": 1,
+                  "Ingress": 1},
     "minimal": {"Deployment": 1, "Service": 1, "HorizontalPodAutoscaler": 0,
-                "PodDisruptionBudget": 0, "Job": 1, "Secret": 1, "ServiceMonitor": 0},
+                "PodDisruptionBudget": 0, "Job": 1, "Secret": 1, "ServiceMonitor": 0,
+                "Ingress": 1},
+}
+# The services of `signet serve --services` (services/server/src/services.rs).
+SERVICES = ["tenancy", "registry", "resolve", "scope"]
+# OpenAPI tag -> the service whose router serves the tagged operations. A new
+# tag fails the check until it is mapped here (and routed by the Ingress).
+TAG_SERVICE = {"tenants": "tenancy", "registry": "registry"}
+# Operational routes: every process serves them; the Ingress must not expose them.
+OPERATIONAL = {"operations"}
+# Paths of services that have no routes yet, and the service that will serve them.
+PLANNED = {
+    "/v1/tenants/acme/sessions": "resolve",
+    "/v1/tenants/acme/sessions/s1": "resolve",
+    "/v1/tenants/acme/sessions/s1/resolve": "resolve",
+    "/v1/tenants/acme/providers/github": "scope",
+    "/v1/tenants/acme/plans": "scope",
+    "/v1/tenants/acme/grants": "scope",
+    "/v1/tenants/acme/grants/g1/exchange": "scope",
+    "/docs/": "tenancy",
+    "/openapi.json": "tenancy",
 }
 # Value sets that must be refused at render time, and a word the error must contain.
 MUST_FAIL = [
@@ -121,6 +150,85 @@ def check_pod(where, spec, is_job):
             fail(cw, "must run `signet serve`")
 
 
+def api_paths():
+    """(concrete path, service or None for operational) for every documented path."""
+    doc = json.loads((ROOT / "openapi" / "openapi.json").read_text())
+    out = []
+    for template, item in doc["paths"].items():
+        tags = {t for op in item.values() if isinstance(op, dict) for t in op.get("tags", [])}
+        concrete = re.sub(r"\{tenant\}", "acme", template)
+        concrete = re.sub(r"\{[^}]+\}", "x", concrete)
+        if tags <= OPERATIONAL:
+            out.append((concrete, None))
+            continue
+        services = {TAG_SERVICE.get(t) for t in tags - OPERATIONAL}
+        if None in services or len(services) != 1:
+            fail("openapi.json", f"{template}: tags {sorted(tags)} name no single service; "
+                 "map them in TAG_SERVICE (scripts/check-helm.py) and route them in the chart")
+            continue
+        out.append((concrete, services.pop()))
+    return out
+
+
+def ingress_backend(ing, path):
+    """The Service an Ingress sends `path` to, or None."""
+    ann = ing["metadata"].get("annotations") or {}
+    regex = ann.get("nginx.ingress.kubernetes.io/use-regex") == "true"
+    candidates = []
+    for rule in ing["spec"]["rules"]:
+        for p in rule["http"]["paths"]:
+            pt, pp = p["pathType"], p["path"]
+            if pt == "ImplementationSpecific":
+                if not regex:
+                    return None
+                # ingress-nginx: case-insensitive, anchored at the start, longer paths first.
+                hit = re.match(pp, path, re.IGNORECASE) is not None
+            elif pt == "Exact":
+                hit = path == pp
+            else:  # Prefix: whole path elements
+                base = pp.rstrip("/")
+                hit = path == base or path.startswith(base + "/") or pp == "/"
+            if hit:
+                candidates.append((len(pp), p["backend"]["service"]["name"]))
+    if not candidates:
+        return None
+    return max(candidates, key=lambda c: c[0])[1]
+
+
+def check_ingress(where, ing, deployments, services):
+    """Every API path reaches a Deployment serving it; operational paths stay inside."""
+    iw = f"{where} Ingress/{ing['metadata']['name']}"
+    svc_by_name = {s["metadata"]["name"]: s for s in services}
+    served_by = {}  # Service name -> set of services its pods run
+    for svc in services:
+        sel = svc["spec"].get("selector") or {}
+        for d in deployments:
+            if selects(sel, pod_labels(d)):
+                args = d["spec"]["template"]["spec"]["containers"][0]["args"]
+                served_by.setdefault(svc["metadata"]["name"], set()).update(
+                    args[args.index("--services") + 1].split(","))
+    for rule in ing["spec"]["rules"]:
+        for p in rule["http"]["paths"]:
+            b = p["backend"]["service"]
+            if b["name"] not in svc_by_name:
+                fail(iw, f"path {p['path']} goes to Service {b['name']}, which is not rendered")
+            elif b.get("port", {}).get("name") != "http":
+                fail(iw, f"path {p['path']} must use the Service's port named http")
+    checks = api_paths() + list(PLANNED.items())
+    for path, service in checks:
+        backend = ingress_backend(ing, path)
+        if service is None:
+            if backend is not None:
+                fail(iw, f"{path} (operational) must not be exposed, goes to {backend}")
+            continue
+        if backend is None:
+            fail(iw, f"{path} reaches no Service (should reach {service})")
+        elif service not in served_by.get(backend, set()):
+            fail(iw, f"{path} goes to {backend}, whose pods serve "
+                 f"{sorted(served_by.get(backend, set()))}, not {service}")
+    return len(checks)
+
+
 def check_set(name, values, defaults):
     where = f"[{name}]"
     report = helm.lint(str(CHART), values, strict=True, namespace="signet",
@@ -161,7 +269,7 @@ def check_set(name, values, defaults):
         args = spec["containers"][0]["args"]
         if "--services" in args:
             roles.add(args[args.index("--services") + 1])
-    want_roles = {"registry", "resolve", "scope"} if values.get("mode") == "split" else {"registry,resolve,scope"}
+    want_roles = set(SERVICES) if values.get("mode") == "split" else {",".join(SERVICES)}
     if roles != want_roles:
         fail(where, f"--services per Deployment: {sorted(roles)}, expected {sorted(want_roles)}")
 
@@ -221,7 +329,11 @@ def check_set(name, values, defaults):
         for word in ("postgres://", "postgresql://", "hs256_secret", "encryption_key"):
             if word in text:
                 fail(f"{where} ConfigMap/{cm['metadata']['name']}", f"contains {word!r}: secrets belong in the Secret")
-    print(f"  {name}: {len(docs)} objects rendered, validated against Kubernetes {KUBE_VERSION}")
+    routed = 0
+    for ing in by_kind.get("Ingress", []):
+        routed += check_ingress(where, ing, deployments, by_kind.get("Service", []))
+    extra = f"; Ingress routes {routed} paths to the right role" if routed else ""
+    print(f"  {name}: {len(docs)} objects rendered, validated against Kubernetes {KUBE_VERSION}{extra}")
 
 
 def main():

@@ -23,6 +23,7 @@ use signet_http::auth::{IssuerConfig, KeySource};
 use signet_server::app::{self, AppContext};
 use signet_server::config::Config;
 use signet_server::metrics::Metrics;
+use signet_server::services::Service;
 use signet_server::store::Store;
 use tower::ServiceExt as _;
 
@@ -264,23 +265,33 @@ impl Resp {
     }
 }
 
-/// The real application router over `store`, as `signet serve` builds it.
-fn app_router(cfg: &Config, store: &Store, authn: &Arc<Authenticator>, key: &str) -> Router {
+/// The real application router over `store`, as `signet serve` builds it,
+/// serving `services` (and the operational routes).
+fn app_router(
+    cfg: &Config,
+    store: &Store,
+    authn: &Arc<Authenticator>,
+    key: &str,
+    services: &[Service],
+) -> Router {
     let keyring =
         Arc::new(signet_registry::keys::Keyring::from_base64(key).expect("encryption key"));
     let registry =
         signet_server::registry_wiring::registry_state(store, keyring, cfg.limits.clone());
     let resolve = signet_server::resolve_wiring::resolve_state(store, &registry, &cfg.resolve);
     signet_server::resolve_wiring::spawn_change_listener(store, &registry, &resolve);
-    app::build(AppContext {
-        tenants: store.tenants(),
-        registry,
-        resolve,
-        authn: authn.clone(),
-        metrics: Arc::new(Metrics::default()),
-        body_limit: cfg.body_limit_bytes,
-        request_timeout: Duration::from_secs(cfg.request_timeout_secs),
-    })
+    app::build_for(
+        AppContext {
+            tenants: store.tenants(),
+            registry,
+            resolve,
+            authn: authn.clone(),
+            metrics: Arc::new(Metrics::default()),
+            body_limit: cfg.body_limit_bytes,
+            request_timeout: Duration::from_secs(cfg.request_timeout_secs),
+        },
+        services,
+    )
 }
 
 impl TestApp {
@@ -307,7 +318,7 @@ impl TestApp {
             .encryption_key
             .clone()
             .unwrap_or_else(|| base64::engine::general_purpose::STANDARD.encode([42u8; 32]));
-        let router = app_router(&cfg, &store, &authn, &encryption_key);
+        let router = app_router(&cfg, &store, &authn, &encryption_key, &Service::ALL);
         let mut app = TestApp {
             router,
             store,
@@ -328,12 +339,37 @@ impl TestApp {
             .await
             .expect("open store");
         let authn = Arc::new(Authenticator::new(test_issuers(), cfg.auth.leeway_secs));
-        let router = app_router(&cfg, &store, &authn, &self.encryption_key);
+        let router = app_router(&cfg, &store, &authn, &self.encryption_key, &Service::ALL);
         TestApp {
             router,
             store,
             tenant: self.tenant.clone(),
             authn,
+            db: FreshDb {
+                url: self.db.url.clone(),
+                dir: tempfile::tempdir().expect("tempdir"),
+            },
+            encryption_key: self.encryption_key.clone(),
+        }
+    }
+
+    /// This app's database, tenant and tokens behind a router serving only
+    /// `services` (and the operational routes), as `signet serve
+    /// --services ...` builds it.
+    pub fn serving(&self, services: &[Service]) -> TestApp {
+        let cfg = config_for(&self.db);
+        let router = app_router(
+            &cfg,
+            &self.store,
+            &self.authn,
+            &self.encryption_key,
+            services,
+        );
+        TestApp {
+            router,
+            store: self.store.clone(),
+            tenant: self.tenant.clone(),
+            authn: self.authn.clone(),
             db: FreshDb {
                 url: self.db.url.clone(),
                 dir: tempfile::tempdir().expect("tempdir"),

@@ -52,26 +52,64 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- default (printf "%s-secrets" (include "signet.fullname" .)) .Values.secrets.existingSecret }}
 {{- end }}
 
+{{/* The services `signet serve --services` knows, in order. */}}
+{{- define "signet.serviceNames" -}}
+{{- list "tenancy" "registry" "resolve" "scope" | toJson -}}
+{{- end }}
+
 {{/*
 The Deployments to render, as JSON {"roles": [...]}: one combined
-Deployment, or one per role in split mode. Each role carries its resource
-name, component label, --services value, replicas, resources and autoscaling.
+Deployment serving every service, or one per service in split mode. Each
+role carries its resource name, component label, --services value,
+replicas, resources and autoscaling.
 */}}
 {{- define "signet.roles" -}}
 {{- $full := include "signet.fullname" . -}}
+{{- $names := include "signet.serviceNames" . | fromJsonArray -}}
 {{- $base := dict "replicaCount" .Values.replicaCount "resources" .Values.resources "autoscaling" .Values.autoscaling -}}
 {{- $roles := list -}}
 {{- if eq .Values.mode "split" -}}
-{{- range $r := list "registry" "resolve" "scope" -}}
+{{- range $r := $names -}}
 {{- $over := index $.Values.roles $r | default dict -}}
 {{- $roles = append $roles (dict "name" (printf "%s-%s" $full $r) "component" $r "services" $r "replicaCount" (default $base.replicaCount $over.replicaCount) "resources" (default $base.resources $over.resources) "autoscaling" (merge (deepCopy (default dict $over.autoscaling)) $base.autoscaling)) -}}
 {{- end -}}
 {{- else if eq .Values.mode "combined" -}}
-{{- $roles = append $roles (dict "name" $full "component" "server" "services" "registry,resolve,scope" "replicaCount" $base.replicaCount "resources" $base.resources "autoscaling" $base.autoscaling) -}}
+{{- $roles = append $roles (dict "name" $full "component" "server" "services" (join "," $names) "replicaCount" $base.replicaCount "resources" $base.resources "autoscaling" $base.autoscaling) -}}
 {{- else -}}
 {{- fail (printf "mode must be \"combined\" or \"split\", not %q" .Values.mode) -}}
 {{- end -}}
 {{- dict "roles" $roles | toJson -}}
+{{- end }}
+
+{{/*
+The Ingress paths, as JSON {"pathType": ..., "routes": [{"path", "role"}]}.
+Combined: plain prefixes to the one Service. Split: the API families live
+under /v1/tenants/{tenant}/, which no standard Ingress prefix can express,
+so the paths are regular expressions (ingress-nginx `use-regex`, which tries
+longer paths first); what no family claims goes to tenancy. /healthz,
+/readyz and /metrics are never exposed (probes and Prometheus reach the pods
+directly). docs/OPERATIONS.md has the same table.
+*/}}
+{{- define "signet.ingressRoutes" -}}
+{{- $t := "/v1/tenants/[^/]+" -}}
+{{- if eq .Values.mode "split" -}}
+{{- $routes := list
+  (dict "path" (printf "%s/servers(/|$)" $t) "role" "registry")
+  (dict "path" (printf "%s/import(/|$)" $t) "role" "registry")
+  (dict "path" (printf "%s/jwks\\.json$" $t) "role" "registry")
+  (dict "path" (printf "%s/sessions(/|$)" $t) "role" "resolve")
+  (dict "path" (printf "%s/(providers|plans|grants)(/|$)" $t) "role" "scope")
+  (dict "path" "/v1(/|$)" "role" "tenancy")
+  (dict "path" "/docs(/|$)" "role" "tenancy")
+  (dict "path" "/openapi\\.json$" "role" "tenancy") -}}
+{{- dict "pathType" "ImplementationSpecific" "routes" $routes | toJson -}}
+{{- else -}}
+{{- $routes := list
+  (dict "path" "/v1" "role" "server")
+  (dict "path" "/docs" "role" "server")
+  (dict "path" "/openapi.json" "role" "server") -}}
+{{- dict "pathType" "Prefix" "routes" $routes | toJson -}}
+{{- end -}}
 {{- end }}
 
 {{/* Environment shared by the servers and the migration Job. */}}

@@ -22,6 +22,7 @@ use utoipa_axum::routes;
 use utoipa_swagger_ui::{Config as SwaggerConfig, SwaggerUi};
 
 use crate::metrics::Metrics;
+use crate::services::Service;
 
 /// Everything the application needs at run time.
 #[derive(Clone)]
@@ -94,14 +95,56 @@ fn ops_router() -> OpenApiRouter<OpsState> {
         .routes(routes!(metrics))
 }
 
-/// The OpenAPI document, generated from the real handlers.
+/// The OpenAPI document of the whole API, generated from the real handlers.
+/// Every process serves it whole, whatever its `--services`: behind a
+/// path-routing proxy the split roles together answer all of it.
 pub fn openapi() -> utoipa::openapi::OpenApi {
     let mut doc = ApiDoc::openapi();
     doc.merge(ops_router().into_openapi());
-    doc.merge(signet_tenancy::router().into_openapi());
-    doc.merge(signet_registry::router().into_openapi());
-    doc.merge(signet_resolve::routes::router().into_openapi());
+    for service in Service::ALL {
+        if let Some(api) = openapi_for(service) {
+            doc.merge(api);
+        }
+    }
     doc
+}
+
+/// The OpenAPI paths of one service (`None` while it has no routes): what a
+/// process started with `--services <service>` answers besides the
+/// operational routes. A new service's router is added here and in
+/// `service_router`, nowhere else.
+pub fn openapi_for(service: Service) -> Option<utoipa::openapi::OpenApi> {
+    match service {
+        Service::Tenancy => Some(signet_tenancy::router().into_openapi()),
+        Service::Registry => Some(signet_registry::router().into_openapi()),
+        Service::Resolve => Some(signet_resolve::routes::router().into_openapi()),
+        Service::Scope => None,
+    }
+}
+
+/// The routes of one service, with their state.
+fn service_router(ctx: &AppContext, service: Service) -> Router {
+    match service {
+        Service::Tenancy => signet_tenancy::router()
+            .split_for_parts()
+            .0
+            .with_state(TenancyState {
+                store: ctx.tenants.clone(),
+                hooks: Arc::new(crate::registry_wiring::RegistryTenantHooks(
+                    ctx.registry.clone(),
+                )),
+            }),
+        Service::Registry => signet_registry::router()
+            .split_for_parts()
+            .0
+            .with_state(ctx.registry.clone()),
+        Service::Resolve => signet_resolve::routes::router()
+            .split_for_parts()
+            .0
+            .with_state(ctx.resolve.clone()),
+        // Placeholder: no routes yet.
+        Service::Scope => Router::new(),
+    }
 }
 
 /// The OpenAPI document as pretty JSON with a trailing newline (what
@@ -173,40 +216,31 @@ async fn fallback() -> ApiError {
     ApiError::new(StatusCode::NOT_FOUND, "route_not_found", "Not found").detail("no such route")
 }
 
-/// Builds the whole application.
+/// Builds the application serving every service.
 pub fn build(ctx: AppContext) -> Router {
+    build_for(ctx, &Service::ALL)
+}
+
+/// Builds the application serving the operational routes and the routes of
+/// `services` (duplicates are ignored). A path of a service not in the list
+/// answers 404 `route_not_found`, as any unknown path does.
+pub fn build_for(ctx: AppContext, services: &[Service]) -> Router {
     let ops = ops_router().split_for_parts().0.with_state(OpsState {
         tenants: ctx.tenants.clone(),
         metrics: ctx.metrics.clone(),
     });
-    let tenancy = signet_tenancy::router()
-        .split_for_parts()
-        .0
-        .with_state(TenancyState {
-            store: ctx.tenants.clone(),
-            hooks: Arc::new(crate::registry_wiring::RegistryTenantHooks(
-                ctx.registry.clone(),
-            )),
-        });
-    let registry = signet_registry::router()
-        .split_for_parts()
-        .0
-        .with_state(ctx.registry.clone());
-    let resolve = signet_resolve::routes::router()
-        .split_for_parts()
-        .0
-        .with_state(ctx.resolve.clone());
     let docs: Router = SwaggerUi::new("/docs")
         .url("/openapi.json", openapi())
         .config(SwaggerConfig::default().validator_url("none"))
         .into();
-    Router::new()
-        .merge(ops)
-        .merge(tenancy)
-        .merge(registry)
-        .merge(resolve)
-        .merge(docs)
-        .fallback(fallback)
+    let mut services = services.to_vec();
+    services.sort();
+    services.dedup();
+    let mut app = Router::new().merge(ops).merge(docs);
+    for service in services {
+        app = app.merge(service_router(&ctx, service));
+    }
+    app.fallback(fallback)
         .layer(TimeoutLayer::with_status_code(
             StatusCode::REQUEST_TIMEOUT,
             ctx.request_timeout,
@@ -298,7 +332,9 @@ async fn edge(State(metrics): State<Arc<Metrics>>, mut req: Request, next: Next)
     req.headers_mut().insert("x-request-id", rid.clone());
     // Borrowed, not copied: this runs on every request.
     let matched = req.extensions().get::<MatchedPath>().cloned();
-    let route: &str = matched.as_ref().map_or("unmatched", |m| m.as_str());
+    let route: &str = matched
+        .as_ref()
+        .map_or(crate::metrics::UNMATCHED_ROUTE, |m| m.as_str());
     let method: Method = req.method().clone();
     let rid_str = rid.to_str().unwrap_or("unknown");
     let span = tracing::info_span!(

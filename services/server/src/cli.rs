@@ -8,6 +8,7 @@ use clap::{Args, Parser, Subcommand};
 
 use crate::config::{Config, Overrides, redact_url};
 use crate::devkeys::{DevKey, parse_ttl};
+use crate::services::Service;
 
 /// Signet: a control plane for MCP servers.
 #[derive(Debug, Parser)]
@@ -57,7 +58,9 @@ pub struct ServeArgs {
     /// Address to listen on [default: 127.0.0.1:8080].
     #[arg(long)]
     pub listen: Option<String>,
-    /// Services to run: any of registry,resolve,scope [default: all].
+    /// Services whose routes to serve: any of tenancy,registry,resolve,scope
+    /// [default: all]. /healthz, /readyz, /metrics, /docs and /openapi.json
+    /// are always served.
     #[arg(long, value_delimiter = ',')]
     pub services: Option<Vec<String>>,
     /// Dev mode: generate a signing key in the data directory and print tokens.
@@ -116,13 +119,19 @@ pub async fn run(cli: Cli) -> anyhow::Result<i32> {
     }
 }
 
-async fn serve(args: ServeArgs) -> anyhow::Result<i32> {
+/// The configuration `signet serve` runs with: defaults, file, environment,
+/// then these flags.
+pub fn serve_config(args: &ServeArgs) -> anyhow::Result<Config> {
     let mut flags = args.db.overrides();
     flags.listen = args.listen.clone();
     flags.services = args.services.clone();
     flags.dev = args.dev.then_some(true);
-    let cfg = Config::load(args.db.config.as_deref(), &flags)?;
-    let telemetry = crate::telemetry::init(&cfg)?;
+    Config::load(args.db.config.as_deref(), &flags)
+}
+
+async fn serve(args: ServeArgs) -> anyhow::Result<i32> {
+    let cfg = serve_config(&args)?;
+    let telemetry = crate::telemetry::init(&cfg.telemetry, cfg.log_format())?;
     for var in crate::config::unknown_env_vars() {
         eprintln!("signet: warning: ignoring {var}: it names no setting");
     }
@@ -131,6 +140,20 @@ async fn serve(args: ServeArgs) -> anyhow::Result<i32> {
         crate::config::Backend::Postgres(u) => redact_url(&u),
     };
     let data_dir = cfg.data_dir.clone();
+    let served = cfg.services()?;
+    let services = served
+        .iter()
+        .map(|s| s.name())
+        .collect::<Vec<_>>()
+        .join(", ");
+    // A path this process answers, for the dev-mode hint.
+    let try_path = if served.contains(&Service::Tenancy) {
+        "/v1/tenants/dev"
+    } else if served.contains(&Service::Registry) {
+        "/v1/tenants/dev/servers"
+    } else {
+        "/readyz"
+    };
     let running = crate::serve::start(cfg, None).await?;
     let base = format!("http://{}", running.addr);
     let mut out = std::io::stdout().lock();
@@ -140,6 +163,10 @@ async fn serve(args: ServeArgs) -> anyhow::Result<i32> {
         env!("CARGO_PKG_VERSION")
     )?;
     writeln!(out, "  database:  {db}")?;
+    writeln!(
+        out,
+        "  services:  {services}   (always: /healthz /readyz /metrics /docs)"
+    )?;
     writeln!(
         out,
         "  API docs:  {base}/docs   (OpenAPI: {base}/openapi.json)"
@@ -171,7 +198,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<i32> {
         )?;
         writeln!(
             out,
-            "\nTry:  curl -H \"Authorization: Bearer $SIGNET_TOKEN\" {base}/v1/tenants/dev"
+            "\nTry:  curl -H \"Authorization: Bearer $SIGNET_TOKEN\" {base}{try_path}"
         )?;
         writeln!(
             out,
@@ -191,7 +218,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<i32> {
 
 async fn migrate(args: DbArgs) -> anyhow::Result<i32> {
     let cfg = Config::load(args.config.as_deref(), &args.overrides())?;
-    let _telemetry = crate::telemetry::init(&cfg)?;
+    let _telemetry = crate::telemetry::init(&cfg.telemetry, cfg.log_format())?;
     let store = crate::store::Store::open(&cfg).await?;
     let pending = store.pending_migrations().await?;
     if pending.is_empty() {

@@ -12,6 +12,9 @@ use figment::providers::{Env, Format, Serialized, Toml};
 use serde::{Deserialize, Serialize};
 use signet_core::card::Limits;
 
+use crate::services::Service;
+use crate::telemetry::{LogFormat, TelemetryConfig};
+
 /// The whole configuration.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -22,7 +25,11 @@ pub struct Config {
     pub data_dir: PathBuf,
     /// `postgres://...` or `sqlite://...`; empty means SQLite in `data_dir`.
     pub database_url: String,
-    /// Services to run in this process: `registry`, `resolve`, `scope`.
+    /// Services whose routes this process serves: any of `tenancy`,
+    /// `registry`, `resolve`, `scope` (a list, or one comma-separated string
+    /// as in `SIGNET_SERVICES=tenancy,registry`). The operational routes are
+    /// always served. See [`crate::services`].
+    #[serde(deserialize_with = "list_or_commas")]
     pub services: Vec<String>,
     /// Dev mode: generate a signing key in `data_dir` and print tokens.
     pub dev: bool,
@@ -122,66 +129,13 @@ pub struct PostgresConfig {
     pub statement_timeout_secs: u64,
 }
 
-/// `[telemetry]`: log filter, and OpenTelemetry (OTLP) export of traces and
-/// metrics. Export is off by default. The standard `OTEL_*` variables
-/// (`OTEL_EXPORTER_OTLP_ENDPOINT`, `OTEL_SERVICE_NAME`, `OTEL_TRACES_SAMPLER`,
-/// `OTEL_TRACES_SAMPLER_ARG`, `OTEL_SDK_DISABLED`, ...) win over these
-/// settings; see `docs/OBSERVABILITY.md` and [`crate::telemetry`].
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct TelemetryConfig {
-    /// Export traces over OTLP.
-    pub traces: bool,
-    /// Export metrics over OTLP (the `/metrics` endpoint is always on).
-    pub metrics: bool,
-    /// OTLP/HTTP base URL (`/v1/traces`, `/v1/metrics` are appended);
-    /// empty means `http://localhost:4318`.
-    pub endpoint: String,
-    /// OTLP protocol; only `http/protobuf` is built in.
-    pub protocol: String,
-    /// `service.name` of the exported resource.
-    pub service_name: String,
-    /// Sampler: `always_on`, `always_off`, `traceidratio`,
-    /// `parentbased_always_on`, `parentbased_always_off`,
-    /// `parentbased_traceidratio`.
-    pub sampler: String,
-    /// Ratio for the `traceidratio` samplers, 0.0 to 1.0.
-    pub sampler_arg: f64,
-    /// Seconds between two metric exports.
-    pub metrics_interval_secs: u64,
-    /// Seconds an export may take before it is abandoned.
-    pub export_timeout_secs: u64,
-    /// Which log lines are written (`RUST_LOG` syntax; `RUST_LOG` wins).
-    pub log_filter: String,
-    /// Which spans and events are exported as traces (`RUST_LOG` syntax).
-    pub trace_filter: String,
-}
-
-impl Default for TelemetryConfig {
-    fn default() -> Self {
-        Self {
-            traces: false,
-            metrics: false,
-            endpoint: String::new(),
-            protocol: "http/protobuf".into(),
-            service_name: "signet".into(),
-            sampler: "parentbased_always_on".into(),
-            sampler_arg: 1.0,
-            metrics_interval_secs: 60,
-            export_timeout_secs: 10,
-            log_filter: "info".into(),
-            trace_filter: "info".into(),
-        }
-    }
-}
-
 impl Default for Config {
     fn default() -> Self {
         Self {
             listen: "127.0.0.1:8080".into(),
             data_dir: PathBuf::from("./signet-data"),
             database_url: String::new(),
-            services: vec!["registry".into(), "resolve".into(), "scope".into()],
+            services: Service::ALL.map(|s| s.name().to_owned()).to_vec(),
             dev: false,
             migrate_on_start: true,
             body_limit_bytes: 2 * 1024 * 1024,
@@ -282,11 +236,7 @@ impl Config {
                 self.log_format
             );
         }
-        for s in &self.services {
-            if !matches!(s.as_str(), "registry" | "resolve" | "scope") {
-                bail!("services: unknown service {s:?} (known: registry, resolve, scope)");
-            }
-        }
+        self.services()?;
         let r = &self.resolve;
         if r.max_session_ttl_secs == 0 {
             bail!("resolve.max_session_ttl_secs must be greater than 0");
@@ -310,9 +260,6 @@ impl Config {
             if value == 0 {
                 bail!("limits.{name} must be greater than 0");
             }
-        }
-        if self.services.is_empty() {
-            bail!("services must name at least one of registry, resolve, scope");
         }
         if self.auth.leeway_secs > signet_http::auth::MAX_LEEWAY_SECS {
             bail!(
@@ -351,12 +298,9 @@ impl Config {
             {
                 bail!("{at}.hs256_secret must be at least 32 bytes");
             }
-            if let Some(u) = &iss.jwks_url
-                && !(u.starts_with("https://")
-                    || u.starts_with("http://127.0.0.1")
-                    || u.starts_with("http://localhost"))
-            {
-                bail!("{at}.jwks_url must be https (plain http only on loopback)");
+            if let Some(u) = &iss.jwks_url {
+                crate::url_policy::trusted_fetch_url(u)
+                    .map_err(|e| anyhow::anyhow!("{at}.jwks_url: {e}"))?;
             }
         }
         if self.postgres.max_connections == 0 {
@@ -393,10 +337,44 @@ impl Config {
         }
     }
 
+    /// The services this process serves, sorted, without duplicates.
+    pub fn services(&self) -> anyhow::Result<Vec<Service>> {
+        crate::services::parse_list(&self.services).map_err(|e| anyhow::anyhow!("services: {e}"))
+    }
+
+    /// The log line format (`log_format`, checked by [`Config::validate`]).
+    pub fn log_format(&self) -> LogFormat {
+        if self.log_format == "json" {
+            LogFormat::Json
+        } else {
+            LogFormat::Text
+        }
+    }
+
     /// Whether dev mode is on: explicitly, or because no issuer is configured.
     pub fn dev_mode(&self) -> bool {
         self.dev || self.auth.issuers.is_empty()
     }
+}
+
+/// A list of strings, or one string of comma-separated items (what an
+/// environment variable can hold).
+fn list_or_commas<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum ListOrCommas {
+        List(Vec<String>),
+        Commas(String),
+    }
+    Ok(match ListOrCommas::deserialize(d)? {
+        ListOrCommas::List(l) => l,
+        ListOrCommas::Commas(s) => s
+            .split(',')
+            .map(str::trim)
+            .filter(|x| !x.is_empty())
+            .map(str::to_owned)
+            .collect(),
+    })
 }
 
 /// The top-level configuration keys (what `SIGNET_<KEY>` may name).
@@ -494,6 +472,78 @@ mod tests {
         let keys = config_keys();
         assert!(keys.contains(&"listen".to_owned()));
         assert!(keys.contains(&"encryption_key".to_owned()));
+    }
+
+    fn with_jwks(url: &str) -> Config {
+        let mut c = Config::default();
+        c.auth.issuers.push(IssuerSettings {
+            issuer: "https://login.example.com/".into(),
+            audience: "signet".into(),
+            algorithms: vec!["RS256".into()],
+            jwks_url: Some(url.into()),
+            public_key_file: None,
+            hs256_secret: None,
+        });
+        c
+    }
+
+    #[test]
+    fn jwks_urls_are_https_or_plain_http_to_loopback_only() {
+        for ok in [
+            "https://login.example.com/.well-known/jwks.json",
+            "https://localhost.evil.com/jwks",
+            "http://localhost/jwks",
+            "http://LOCALHOST:8080/jwks",
+            "http://127.0.0.1:9999/jwks",
+            "http://127.3.4.5/jwks",
+            "http://[::1]:8080/jwks",
+        ] {
+            with_jwks(ok)
+                .validate()
+                .unwrap_or_else(|e| panic!("{ok} refused: {e}"));
+        }
+        for bad in [
+            "http://localhost.evil.com/jwks",
+            "http://127.0.0.1.nip.io/jwks",
+            "http://127.0.0.1@evil.com/jwks",
+            "http://localhost@evil.com/jwks",
+            "http://user@evil.com@localhost/jwks",
+            "http://user:pw@localhost/jwks",
+            "https://user:pw@login.example.com/jwks",
+            "http://evil.com/jwks",
+            "http://10.0.0.1/jwks",
+            "http://foo.localhost/jwks",
+            "ftp://localhost/jwks",
+            "localhost/jwks",
+            "https://",
+        ] {
+            let e = with_jwks(bad).validate().expect_err(bad).to_string();
+            assert!(e.contains("auth.issuers[0].jwks_url"), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn services_default_to_all_and_are_checked() {
+        assert_eq!(Config::default().services().unwrap(), Service::ALL.to_vec());
+        let c = Config {
+            services: vec!["registry".into(), "billing".into()],
+            ..Config::default()
+        };
+        let e = c.validate().unwrap_err().to_string();
+        assert!(
+            e.starts_with("services: unknown service \"billing\""),
+            "{e}"
+        );
+        let c = Config {
+            services: Vec::new(),
+            ..Config::default()
+        };
+        assert!(
+            c.validate()
+                .unwrap_err()
+                .to_string()
+                .contains("at least one")
+        );
     }
 
     #[test]

@@ -13,6 +13,8 @@ pub mod metrics;
 pub mod registry_wiring;
 pub mod resolve_wiring;
 pub mod serve;
+pub mod services;
 pub mod signature_cmd;
 pub mod store;
 pub mod telemetry;
+pub mod url_policy;

@@ -1,14 +1,17 @@
-//! Prometheus metrics for `/metrics`.
+//! Request metrics: the Prometheus text of `/metrics`, and the one place
+//! that names every metric, label and histogram bucket (the OTLP layer in
+//! [`crate::telemetry`] records the same instruments under the same labels).
 //!
 //! Labels are bounded: `route` is the matched route *template*
 //! (`/v1/tenants/{tenant}`), never the raw path, and unmatched requests share
-//! the label `unmatched`; `method` is one of the standard verbs or `other`.
+//! the label [`UNMATCHED_ROUTE`]; `method` is one of the standard verbs or
+//! `other`; `status` is the status code. Tenant ids never appear in labels.
 //!
-//! | metric                                  | type      | labels               |
-//! |-----------------------------------------|-----------|----------------------|
-//! | `signet_http_requests_total`            | counter   | route, method, status|
-//! | `signet_http_request_duration_seconds`  | histogram | route, method, status|
-//! | `signet_build_info`                     | gauge     | version              |
+//! | Prometheus                              | OTLP                           | type      | labels               |
+//! |-----------------------------------------|--------------------------------|-----------|----------------------|
+//! | `signet_http_requests_total`            | `signet.http.requests`         | counter   | route, method, status|
+//! | `signet_http_request_duration_seconds`  | `signet.http.request.duration` | histogram | route, method, status|
+//! | `signet_build_info`                     | `signet.build.info`            | gauge     | version              |
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -16,10 +19,67 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
-/// Histogram bucket upper bounds, in seconds.
-const BUCKETS: [f64; 14] = [
+/// Label: the matched route template.
+pub const LABEL_ROUTE: &str = "route";
+/// Label: the request method ([`method_label`]).
+pub const LABEL_METHOD: &str = "method";
+/// Label: the response status code.
+pub const LABEL_STATUS: &str = "status";
+/// Label: the build version (`signet_build_info`).
+pub const LABEL_VERSION: &str = "version";
+/// The `route` label of requests no route matched.
+pub const UNMATCHED_ROUTE: &str = "unmatched";
+
+/// Histogram bucket upper bounds, in seconds, for both exports.
+pub const BUCKETS: [f64; 14] = [
     0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0, 2.5, 10.0,
 ];
+
+/// One metric under its Prometheus and OpenTelemetry names.
+#[derive(Debug, Clone, Copy)]
+pub struct MetricName {
+    /// Name in the Prometheus text (`/metrics`).
+    pub prometheus: &'static str,
+    /// Name of the OTLP instrument.
+    pub otlp: &'static str,
+    /// The description both carry.
+    pub help: &'static str,
+}
+
+/// Requests handled (counter).
+pub const HTTP_REQUESTS: MetricName = MetricName {
+    prometheus: "signet_http_requests_total",
+    otlp: "signet.http.requests",
+    help: "HTTP requests handled.",
+};
+
+/// Request latency in seconds (histogram over [`BUCKETS`]).
+pub const HTTP_DURATION: MetricName = MetricName {
+    prometheus: "signet_http_request_duration_seconds",
+    otlp: "signet.http.request.duration",
+    help: "HTTP request latency.",
+};
+
+/// Build information (gauge, always 1, labelled with the version).
+pub const BUILD_INFO: MetricName = MetricName {
+    prometheus: "signet_build_info",
+    otlp: "signet.build.info",
+    help: "Build information.",
+};
+
+/// The `method` label: a standard verb, or `other`.
+pub fn method_label(m: &str) -> &'static str {
+    match m {
+        "GET" => "GET",
+        "HEAD" => "HEAD",
+        "POST" => "POST",
+        "PUT" => "PUT",
+        "PATCH" => "PATCH",
+        "DELETE" => "DELETE",
+        "OPTIONS" => "OPTIONS",
+        _ => "other",
+    }
+}
 
 #[derive(Default)]
 struct Series {
@@ -40,23 +100,10 @@ pub struct Metrics {
     series: RwLock<HashMap<String, ByRoute>>,
 }
 
-fn method_label(m: &axum::http::Method) -> &'static str {
-    match m.as_str() {
-        "GET" => "GET",
-        "HEAD" => "HEAD",
-        "POST" => "POST",
-        "PUT" => "PUT",
-        "PATCH" => "PATCH",
-        "DELETE" => "DELETE",
-        "OPTIONS" => "OPTIONS",
-        _ => "other",
-    }
-}
-
 impl Metrics {
     /// Records one finished request.
     pub fn record(&self, route: &str, method: &axum::http::Method, status: u16, elapsed: Duration) {
-        let method = method_label(method);
+        let method = method_label(method.as_str());
         let series = {
             let read = self.series.read().unwrap_or_else(|e| e.into_inner());
             read.get(route)
@@ -99,57 +146,69 @@ impl Metrics {
             .collect();
         flat.sort_by(|a, b| a.0.cmp(&b.0));
         let mut out = String::with_capacity(4096);
-        out.push_str(
-            "# HELP signet_build_info Build information.\n# TYPE signet_build_info gauge\n",
+        let (info, requests, duration) = (
+            BUILD_INFO.prometheus,
+            HTTP_REQUESTS.prometheus,
+            HTTP_DURATION.prometheus,
         );
         let _ = writeln!(
             out,
-            "signet_build_info{{version=\"{}\"}} 1",
+            "# HELP {info} {}\n# TYPE {info} gauge",
+            BUILD_INFO.help
+        );
+        let _ = writeln!(
+            out,
+            "{info}{{{LABEL_VERSION}=\"{}\"}} 1",
             env!("CARGO_PKG_VERSION")
         );
-        out.push_str("# HELP signet_http_requests_total HTTP requests handled.\n# TYPE signet_http_requests_total counter\n");
+        let _ = writeln!(
+            out,
+            "# HELP {requests} {}\n# TYPE {requests} counter",
+            HTTP_REQUESTS.help
+        );
         for (k, s) in &flat {
             let _ = writeln!(
                 out,
-                "signet_http_requests_total{{route=\"{}\",method=\"{}\",status=\"{}\"}} {}",
-                escape(&k.0),
-                k.1,
-                k.2,
+                "{requests}{{{}}} {}",
+                labels(k),
                 s.count.load(Ordering::Relaxed)
             );
         }
-        out.push_str("# HELP signet_http_request_duration_seconds HTTP request latency.\n# TYPE signet_http_request_duration_seconds histogram\n");
+        let _ = writeln!(
+            out,
+            "# HELP {duration} {}\n# TYPE {duration} histogram",
+            HTTP_DURATION.help
+        );
         for (k, s) in &flat {
-            let labels = format!(
-                "route=\"{}\",method=\"{}\",status=\"{}\"",
-                escape(&k.0),
-                k.1,
-                k.2
-            );
+            let labels = labels(k);
             for (i, le) in BUCKETS.iter().enumerate() {
                 let _ = writeln!(
                     out,
-                    "signet_http_request_duration_seconds_bucket{{{labels},le=\"{le}\"}} {}",
+                    "{duration}_bucket{{{labels},le=\"{le}\"}} {}",
                     s.buckets[i].load(Ordering::Relaxed)
                 );
             }
             let count = s.count.load(Ordering::Relaxed);
+            let _ = writeln!(out, "{duration}_bucket{{{labels},le=\"+Inf\"}} {count}");
             let _ = writeln!(
                 out,
-                "signet_http_request_duration_seconds_bucket{{{labels},le=\"+Inf\"}} {count}"
-            );
-            let _ = writeln!(
-                out,
-                "signet_http_request_duration_seconds_sum{{{labels}}} {}",
+                "{duration}_sum{{{labels}}} {}",
                 s.sum_nanos.load(Ordering::Relaxed) as f64 / 1e9
             );
-            let _ = writeln!(
-                out,
-                "signet_http_request_duration_seconds_count{{{labels}}} {count}"
-            );
+            let _ = writeln!(out, "{duration}_count{{{labels}}} {count}");
         }
         out
     }
+}
+
+/// `route="...",method="...",status="..."`.
+fn labels(k: &Key) -> String {
+    format!(
+        "{LABEL_ROUTE}=\"{}\",{LABEL_METHOD}=\"{}\",{LABEL_STATUS}=\"{}\"",
+        escape(&k.0),
+        k.1,
+        k.2
+    )
 }
 
 fn escape(s: &str) -> String {
@@ -184,5 +243,13 @@ mod tests {
         assert!(text.contains("le=\"0.0005\"} 1"));
         assert!(text.contains("le=\"0.05\"} 2"));
         assert!(text.contains("signet_http_request_duration_seconds_count{route=\"/healthz\",method=\"GET\",status=\"200\"} 2"));
+        assert!(text.contains("# TYPE signet_http_requests_total counter\n"));
+        assert!(text.contains("signet_build_info{version=\""));
+    }
+
+    #[test]
+    fn method_labels_are_bounded() {
+        assert_eq!(method_label("GET"), "GET");
+        assert_eq!(method_label("BREW"), "other");
     }
 }

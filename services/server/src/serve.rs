@@ -162,7 +162,12 @@ pub async fn start(cfg: Config, listener: Option<TcpListener>) -> anyhow::Result
         body_limit: cfg.body_limit_bytes,
         request_timeout: Duration::from_secs(cfg.request_timeout_secs),
     };
-    let router = app::build(ctx);
+    let services = cfg.services()?;
+    tracing::info!(
+        services = %services.iter().map(|s| s.name()).collect::<Vec<_>>().join(","),
+        "serving"
+    );
+    let router = app::build_for(ctx, &services);
     let listener = match listener {
         Some(l) => l,
         None => TcpListener::bind(listen)
@@ -170,6 +175,9 @@ pub async fn start(cfg: Config, listener: Option<TcpListener>) -> anyhow::Result
             .with_context(|| format!("cannot listen on {listen} (is another process using it?)"))?,
     };
     let addr = listener.local_addr()?;
+    // Registered now, before anyone can learn the address: a SIGTERM that
+    // arrives right after startup still shuts down gracefully.
+    let signals = shutdown_signal().context("installing the signal handlers")?;
     let (tx, rx) = oneshot::channel::<()>();
     let grace = Duration::from_secs(cfg.shutdown_grace_secs);
     let backend = store.kind();
@@ -178,7 +186,7 @@ pub async fn start(cfg: Config, listener: Option<TcpListener>) -> anyhow::Result
         let signal = async move {
             tokio::select! {
                 _ = rx => {},
-                _ = shutdown_signal() => {},
+                _ = signals => {},
             }
             tracing::info!(
                 grace_secs = grace.as_secs(),
@@ -247,23 +255,25 @@ async fn ensure_dev_tenant(store: &Store, key: &DevKey) -> anyhow::Result<DevTok
     })
 }
 
-async fn shutdown_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
-    #[cfg(unix)]
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
+/// Resolves on SIGINT or SIGTERM. The handlers are installed when this is
+/// called, not when the future is first polled.
+#[cfg(unix)]
+fn shutdown_signal() -> std::io::Result<impl std::future::Future<Output = ()> + Send> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut int = signal(SignalKind::interrupt())?;
+    let mut term = signal(SignalKind::terminate())?;
+    Ok(async move {
+        tokio::select! {
+            _ = int.recv() => {},
+            _ = term.recv() => {},
         }
-    };
-    #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
-    tokio::select! {
-        _ = ctrl_c => {},
-        _ = term => {},
-    }
+    })
+}
+
+/// Resolves on Ctrl-C.
+#[cfg(not(unix))]
+fn shutdown_signal() -> std::io::Result<impl std::future::Future<Output = ()> + Send> {
+    Ok(async {
+        let _ = tokio::signal::ctrl_c().await;
+    })
 }

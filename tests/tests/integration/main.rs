@@ -10,6 +10,7 @@ mod registry;
 mod registry_realdata;
 mod repo;
 mod sessions;
+mod services;
 mod signature_cli;
 mod smoke;
 mod storage;

@@ -40,3 +40,21 @@ fn ci_runs_the_readme_test_command_on_both_databases() {
     assert!(ci.contains("env -u SIGNET_TEST_DATABASE_URL \"${TEST_CMD[@]}\""));
     assert!(ci.contains("SIGNET_TEST_DATABASE_URL=\"$PG_URL\" \"${TEST_CMD[@]}\""));
 }
+
+#[test]
+fn telemetry_does_not_depend_on_the_configuration() {
+    // `config` embeds `telemetry::TelemetryConfig`; the reverse import would
+    // close a cycle (ARCHITECTURE.md, Operations).
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let dir = root.join("services/server/src/telemetry");
+    let mut files = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        let text = std::fs::read_to_string(&path).unwrap();
+        for needle in ["crate::config", "super::super::config", "crate::{config"] {
+            assert!(!text.contains(needle), "{}: {needle}", path.display());
+        }
+        files += 1;
+    }
+    assert!(files >= 5, "telemetry/ has {files} files");
+}

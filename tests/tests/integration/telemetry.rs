@@ -266,7 +266,8 @@ fn telemetry_for(
     tweak(cfg);
     cfg.validate().expect("valid telemetry settings");
     // The test's own environment must not change the outcome.
-    let settings = Settings::resolve(cfg, &|_| None).expect("settings");
+    let settings =
+        Settings::resolve(&cfg.telemetry, cfg.log_format(), &|_| None).expect("settings");
     Telemetry::build(&settings, LogOutput::Capture(logs.clone())).expect("telemetry")
 }
 
