@@ -13,8 +13,7 @@ use async_trait::async_trait;
 use serde_json::Value;
 use signet_core::ids::{TenantId, Timestamp};
 use signet_tenancy::model::{
-    AuditEvent, AuditFilter, EnforcementMode, NewAuditEvent, Policy, PolicyOverrides, PolicyRecord,
-    TenantRecord,
+    AuditEvent, AuditFilter, NewAuditEvent, Policy, PolicyOverrides, PolicyRecord, TenantRecord,
 };
 use signet_tenancy::{StoreError, TenantStore};
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
@@ -173,7 +172,9 @@ fn policy_from_row(row: &sqlx::postgres::PgRow) -> Result<PolicyRecord, StoreErr
         .map_err(|e| StoreError::Other(format!("stored overrides: {e}")))?;
     Ok(PolicyRecord {
         policy: Policy {
-            enforcement_mode: EnforcementMode::parse(&mode)
+            enforcement_mode: mode
+                .parse::<signet_tenancy::Mode>()
+                .ok()
                 .ok_or_else(|| StoreError::Other(format!("stored mode {mode}")))?,
             approval_required: row.try_get("approval_required").map_err(err)?,
             overrides,

@@ -14,8 +14,7 @@ use async_trait::async_trait;
 use serde_json::Value;
 use signet_core::ids::{TenantId, Timestamp};
 use signet_tenancy::model::{
-    AuditEvent, AuditFilter, EnforcementMode, NewAuditEvent, Policy, PolicyOverrides, PolicyRecord,
-    TenantRecord,
+    AuditEvent, AuditFilter, NewAuditEvent, Policy, PolicyOverrides, PolicyRecord, TenantRecord,
 };
 use signet_tenancy::{StoreError, TenantStore};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
@@ -144,7 +143,9 @@ fn policy_from_row(row: &sqlx::sqlite::SqliteRow) -> Result<PolicyRecord, StoreE
         .map_err(|e| StoreError::Other(format!("stored overrides: {e}")))?;
     Ok(PolicyRecord {
         policy: Policy {
-            enforcement_mode: EnforcementMode::parse(&mode)
+            enforcement_mode: mode
+                .parse::<signet_tenancy::Mode>()
+                .ok()
                 .ok_or_else(|| StoreError::Other(format!("stored mode {mode}")))?,
             approval_required: row.try_get::<i64, _>("approval_required").map_err(err)? != 0,
             overrides,

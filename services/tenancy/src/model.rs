@@ -1,44 +1,40 @@
 //! Tenant, policy and audit types.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use signet_core::ids::{TenantId, Timestamp};
-use utoipa::ToSchema;
+use utoipa::openapi::RefOr;
+use utoipa::openapi::schema::{ObjectBuilder, Schema, Type};
+use utoipa::{PartialSchema, ToSchema};
 
-/// How a tenant treats a runtime observation outside a signature
-/// (SEP-2091 "Behavioral Requirements": clients choose how strictly to
-/// enforce).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum EnforcementMode {
-    /// A violation is an error: the observation is refused.
-    Strict,
-    /// Served, flagged and logged.
-    Permissive,
-    /// Informational only.
-    Advisory,
+/// How a tenant treats a runtime observation outside a signature: the
+/// core [`Mode`], spelled `strict`, `permissive` or `advisory` on the wire.
+pub use signet_core::Mode;
+
+/// The OpenAPI schema of [`Mode`], named `EnforcementMode` in the document
+/// (the core type knows nothing of OpenAPI).
+pub struct EnforcementModeSchema;
+
+impl PartialSchema for EnforcementModeSchema {
+    fn schema() -> RefOr<Schema> {
+        ObjectBuilder::new()
+            .schema_type(Type::String)
+            .description(Some(
+                "How a tenant treats a runtime observation outside a signature\n\
+                 (SEP-2091 \"Behavioral Requirements\": clients choose how strictly to\n\
+                 enforce).",
+            ))
+            .enum_values(Some(Mode::ALL.map(Mode::as_str)))
+            .into()
+    }
 }
 
-impl EnforcementMode {
-    /// The wire spelling.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Strict => "strict",
-            Self::Permissive => "permissive",
-            Self::Advisory => "advisory",
-        }
-    }
-
-    /// Parses the wire spelling.
-    pub fn parse(s: &str) -> Option<Self> {
-        match s {
-            "strict" => Some(Self::Strict),
-            "permissive" => Some(Self::Permissive),
-            "advisory" => Some(Self::Advisory),
-            _ => None,
-        }
+impl ToSchema for EnforcementModeSchema {
+    fn name() -> Cow<'static, str> {
+        Cow::Borrowed("EnforcementMode")
     }
 }
 
@@ -48,7 +44,8 @@ impl EnforcementMode {
 pub struct ServerOverride {
     /// Enforcement mode for this server, overriding the tenant's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub enforcement_mode: Option<EnforcementMode>,
+    #[schema(value_type = Option<EnforcementModeSchema>)]
+    pub enforcement_mode: Option<Mode>,
     /// Per-tool hint overrides: tool name → annotation object. Deployers may
     /// override hints (policy-hints seed, "Deployer overrides").
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
@@ -70,7 +67,8 @@ pub struct PolicyOverrides {
 #[serde(deny_unknown_fields)]
 pub struct Policy {
     /// Tenant-wide enforcement mode.
-    pub enforcement_mode: EnforcementMode,
+    #[schema(value_type = EnforcementModeSchema)]
+    pub enforcement_mode: Mode,
     /// Whether published versions wait for a reviewer's approval.
     pub approval_required: bool,
     /// Per-server overrides.
@@ -78,11 +76,25 @@ pub struct Policy {
     pub overrides: PolicyOverrides,
 }
 
+impl Policy {
+    /// The enforcement mode for `server`: its override if the policy has one
+    /// (server names compare ASCII-case-insensitively, as their canonical
+    /// form does), else the tenant-wide mode.
+    pub fn mode_for(&self, server: &str) -> Mode {
+        self.overrides
+            .servers
+            .iter()
+            .find(|(name, _)| name.eq_ignore_ascii_case(server))
+            .and_then(|(_, o)| o.enforcement_mode)
+            .unwrap_or(self.enforcement_mode)
+    }
+}
+
 impl Default for Policy {
     /// New tenants: `permissive`, approval required.
     fn default() -> Self {
         Self {
-            enforcement_mode: EnforcementMode::Permissive,
+            enforcement_mode: Mode::Permissive,
             approval_required: true,
             overrides: PolicyOverrides::default(),
         }
@@ -166,4 +178,65 @@ pub struct AuditFilter {
     pub server: Option<String>,
     /// Only events of this kind.
     pub kind: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn policy(default: Mode, overrides: &[(&str, Option<Mode>)]) -> Policy {
+        Policy {
+            enforcement_mode: default,
+            approval_required: true,
+            overrides: PolicyOverrides {
+                servers: overrides
+                    .iter()
+                    .map(|(name, mode)| {
+                        (
+                            (*name).to_owned(),
+                            ServerOverride {
+                                enforcement_mode: *mode,
+                                tools: BTreeMap::new(),
+                            },
+                        )
+                    })
+                    .collect(),
+            },
+        }
+    }
+
+    #[test]
+    fn a_server_override_wins_over_the_tenant_mode() {
+        let p = policy(Mode::Permissive, &[("io.acme/files", Some(Mode::Strict))]);
+        assert_eq!(p.mode_for("io.acme/files"), Mode::Strict);
+        assert_eq!(p.mode_for("io.acme/other"), Mode::Permissive);
+    }
+
+    #[test]
+    fn server_names_match_without_regard_to_ascii_case() {
+        let p = policy(Mode::Advisory, &[("IO.Acme/Files", Some(Mode::Strict))]);
+        assert_eq!(p.mode_for("io.acme/files"), Mode::Strict);
+        assert_eq!(p.mode_for("io.acme/FILES"), Mode::Strict);
+    }
+
+    #[test]
+    fn an_override_without_a_mode_keeps_the_tenant_mode() {
+        let p = policy(Mode::Advisory, &[("io.acme/files", None)]);
+        assert_eq!(p.mode_for("io.acme/files"), Mode::Advisory);
+        assert_eq!(Policy::default().mode_for("anything"), Mode::Permissive);
+    }
+
+    #[test]
+    fn the_wire_spelling_is_unchanged() {
+        let p = policy(Mode::Strict, &[("a/b", Some(Mode::Advisory))]);
+        let json = serde_json::to_value(&p).unwrap();
+        assert_eq!(json["enforcement_mode"], "strict");
+        assert_eq!(
+            json["overrides"]["servers"]["a/b"]["enforcement_mode"],
+            "advisory"
+        );
+        let back: Policy = serde_json::from_value(json).unwrap();
+        assert_eq!(back, p);
+        assert!(serde_json::from_str::<Mode>("\"STRICT\"").is_err());
+    }
 }
