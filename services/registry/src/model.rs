@@ -1,7 +1,8 @@
 //! Registry types: versions, their status, reviews, servers.
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::json;
+use signet_core::audit::NewAuditEvent;
 use signet_core::ids::Timestamp;
 use utoipa::ToSchema;
 
@@ -86,6 +87,15 @@ impl Action {
         }
     }
 
+    /// The review decision it records (`approve`, `reject`), if it is one.
+    pub fn decision(self) -> Option<&'static str> {
+        match self {
+            Action::Approve => Some("approve"),
+            Action::Reject => Some("reject"),
+            Action::Deprecate | Action::Revoke => None,
+        }
+    }
+
     /// The audit event kind.
     pub fn event_kind(self) -> &'static str {
         match self {
@@ -127,6 +137,31 @@ pub struct StatusRow {
     pub approved_by: Option<String>,
     /// When it was approved.
     pub approved_at: Option<Timestamp>,
+}
+
+impl StatusRow {
+    /// The status of a version just published at `at`: `pending` when the
+    /// tenant's policy requires review, else approved on publish (with no
+    /// approver: nobody reviewed it).
+    pub fn initial(approval_required: bool, at: Timestamp) -> StatusRow {
+        let (status, reason, approved_at) = if approval_required {
+            (Status::Pending, None, None)
+        } else {
+            (
+                Status::Approved,
+                Some("approved on publish: the tenant policy requires no review".to_owned()),
+                Some(at),
+            )
+        };
+        StatusRow {
+            status,
+            revision: 1,
+            changed_at: at,
+            reason,
+            approved_by: None,
+            approved_at,
+        }
+    }
 }
 
 /// A stored version without its document.
@@ -176,33 +211,25 @@ pub struct ServerRow {
     pub version_count: i64,
 }
 
-/// A version about to be stored.
+/// A version about to be stored: the rows to write and the audit event to
+/// append with them, all decided by the registry; a store writes them as
+/// they are.
 #[derive(Debug, Clone)]
 pub struct NewVersion<'a> {
     /// Canonical (lowercase) server name: the key.
     pub server_key: &'a str,
-    /// Display spelling.
+    /// Display spelling (kept if the server row exists).
     pub server_display: &'a str,
-    /// Exact version.
-    pub version: &'a str,
-    /// `sha256:<hex>` of `document`.
-    pub digest: &'a str,
     /// Canonical JSON.
     pub document: &'a str,
     /// Card title.
     pub title: Option<&'a str>,
     /// Card description.
     pub description: Option<&'a str>,
-    /// Publisher (`sub`).
-    pub published_by: &'a str,
-    /// When.
-    pub at: Timestamp,
-    /// `approved` when the tenant needs no review, else `pending`.
-    pub initial: Status,
-    /// Audit event kind (`version.published` or `version.imported`).
-    pub event: &'a str,
-    /// Extra audit data.
-    pub event_data: Value,
+    /// The version and its first status row (revision 1).
+    pub meta: VersionMeta,
+    /// `version.published` or `version.imported`.
+    pub audit: NewAuditEvent,
 }
 
 /// What a publish did.
@@ -219,7 +246,8 @@ pub enum PublishOutcome {
     },
 }
 
-/// A status change about to be stored.
+/// A status change about to be stored: the new status row values, the
+/// review to record and the audit event, all decided by the registry.
 #[derive(Debug, Clone)]
 pub struct StatusChange<'a> {
     /// Server key.
@@ -228,18 +256,58 @@ pub struct StatusChange<'a> {
     pub version: &'a str,
     /// The revision read before deciding (compare-and-set).
     pub expected_revision: i64,
-    /// The action.
-    pub action: Action,
-    /// The status read before deciding.
-    pub from: Status,
     /// The new status.
-    pub to: Status,
-    /// Note or reason.
-    pub note: Option<&'a str>,
-    /// Who.
-    pub actor: &'a str,
+    pub status: Status,
     /// When.
     pub at: Timestamp,
+    /// Note or reason (replaces the stored one).
+    pub reason: Option<&'a str>,
+    /// Set on approval: the approver, recorded with `at`; otherwise the
+    /// stored approver (if any) stays.
+    pub approved_by: Option<&'a str>,
+    /// The review decision to append (approve and reject only).
+    pub review: Option<Review>,
+    /// Appended in the same transaction.
+    pub audit: NewAuditEvent,
+}
+
+impl<'a> StatusChange<'a> {
+    /// `action` taken by `actor` at `at` on `current` (the version as read),
+    /// moving it to `to` (see [`Action::apply`]).
+    pub fn new(
+        server_key: &'a str,
+        current: &'a VersionMeta,
+        action: Action,
+        to: Status,
+        note: Option<&'a str>,
+        actor: &'a str,
+        at: Timestamp,
+    ) -> Self {
+        let from = current.status.status;
+        StatusChange {
+            server_key,
+            version: &current.version,
+            expected_revision: current.status.revision,
+            status: to,
+            at,
+            reason: note,
+            approved_by: (to == Status::Approved).then_some(actor),
+            review: action.decision().map(|decision| Review {
+                decision: decision.to_owned(),
+                note: note.map(str::to_owned),
+                reviewer: actor.to_owned(),
+                at,
+            }),
+            audit: NewAuditEvent {
+                at,
+                actor: actor.to_owned(),
+                kind: action.event_kind().to_owned(),
+                server: Some(server_key.to_owned()),
+                version: Some(current.version.clone()),
+                data: json!({ "from": from.as_str(), "to": to.as_str(), "note": note }),
+            },
+        }
+    }
 }
 
 /// A tenant's attestation key as stored.

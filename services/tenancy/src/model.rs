@@ -154,21 +154,43 @@ pub struct AuditEvent {
     pub data: Value,
 }
 
-/// An audit event about to be appended.
-#[derive(Debug, Clone, PartialEq)]
-pub struct NewAuditEvent {
-    /// When.
-    pub at: Timestamp,
-    /// Who.
-    pub actor: String,
-    /// What.
-    pub kind: String,
-    /// Server concerned.
-    pub server: Option<String>,
-    /// Version concerned.
-    pub version: Option<String>,
-    /// Details.
-    pub data: Value,
+/// An audit event about to be appended (shared with the services that
+/// append events with their own changes).
+pub use signet_core::audit::NewAuditEvent;
+
+/// The `tenant.created` event, appended with the tenant.
+pub fn tenant_created_event(
+    name: &str,
+    policy: &Policy,
+    actor: &str,
+    at: Timestamp,
+) -> NewAuditEvent {
+    NewAuditEvent {
+        at,
+        actor: actor.to_owned(),
+        kind: "tenant.created".into(),
+        server: None,
+        version: None,
+        data: serde_json::json!({ "name": name, "policy": policy }),
+    }
+}
+
+/// The `policy.updated` event, appended with the change that brought the
+/// policy to `revision`.
+pub fn policy_updated_event(
+    revision: i64,
+    policy: &Policy,
+    actor: &str,
+    at: Timestamp,
+) -> NewAuditEvent {
+    NewAuditEvent {
+        at,
+        actor: actor.to_owned(),
+        kind: "policy.updated".into(),
+        server: None,
+        version: None,
+        data: serde_json::json!({ "revision": revision, "policy": policy }),
+    }
 }
 
 /// Filters for listing audit events.
