@@ -322,3 +322,103 @@ pub struct StoredKey {
     /// Creation time.
     pub created_at: Timestamp,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn meta(status: Status) -> VersionMeta {
+        VersionMeta {
+            version: "1.0.0".into(),
+            digest: "sha256:00".into(),
+            published_by: "pub".into(),
+            published_at: Timestamp::from_millis(1),
+            status: StatusRow {
+                status,
+                revision: 3,
+                ..StatusRow::initial(true, Timestamp::from_millis(1))
+            },
+        }
+    }
+
+    #[test]
+    fn a_version_waits_for_review_only_when_the_policy_says_so() {
+        let at = Timestamp::from_millis(7);
+        let pending = StatusRow::initial(true, at);
+        assert_eq!(pending.status, Status::Pending);
+        assert_eq!((pending.revision, pending.changed_at), (1, at));
+        assert_eq!((pending.reason, pending.approved_at), (None, None));
+        let approved = StatusRow::initial(false, at);
+        assert_eq!(approved.status, Status::Approved);
+        assert_eq!(approved.approved_at, Some(at));
+        assert_eq!(approved.approved_by, None, "nobody reviewed it");
+        assert!(approved.reason.unwrap().contains("requires no review"));
+    }
+
+    #[test]
+    fn an_approval_records_the_approver_the_review_and_the_event() {
+        let m = meta(Status::Pending);
+        let at = Timestamp::from_millis(9);
+        let c = StatusChange::new(
+            "io.acme/files",
+            &m,
+            Action::Approve,
+            Status::Approved,
+            Some("fine"),
+            "rev",
+            at,
+        );
+        assert_eq!((c.version, c.expected_revision), ("1.0.0", 3));
+        assert_eq!(
+            (c.status, c.reason, c.approved_by),
+            (Status::Approved, Some("fine"), Some("rev"))
+        );
+        let review = c.review.unwrap();
+        assert_eq!(
+            (review.decision.as_str(), review.reviewer.as_str()),
+            ("approve", "rev")
+        );
+        assert_eq!((review.note.as_deref(), review.at), (Some("fine"), at));
+        assert_eq!(c.audit.kind, "version.approved");
+        assert_eq!(c.audit.server.as_deref(), Some("io.acme/files"));
+        assert_eq!(c.audit.version.as_deref(), Some("1.0.0"));
+        assert_eq!((c.audit.actor.as_str(), c.audit.at), ("rev", at));
+        assert_eq!(
+            c.audit.data,
+            json!({"from": "pending", "to": "approved", "note": "fine"})
+        );
+    }
+
+    #[test]
+    fn lifecycle_changes_record_no_review_and_keep_the_approver() {
+        let m = meta(Status::Approved);
+        let c = StatusChange::new(
+            "s",
+            &m,
+            Action::Revoke,
+            Status::Revoked,
+            None,
+            "admin",
+            Timestamp::from_millis(2),
+        );
+        assert!(c.review.is_none());
+        assert_eq!(c.approved_by, None);
+        assert_eq!(c.audit.kind, "version.revoked");
+        assert_eq!(
+            c.audit.data,
+            json!({"from": "approved", "to": "revoked", "note": null})
+        );
+        let pending = meta(Status::Pending);
+        let r = StatusChange::new(
+            "s",
+            &pending,
+            Action::Reject,
+            Status::Rejected,
+            Some("no"),
+            "rev",
+            Timestamp::from_millis(2),
+        );
+        assert_eq!(r.review.unwrap().decision, "reject");
+        assert_eq!(r.approved_by, None);
+    }
+}

@@ -48,3 +48,101 @@ pub fn registry_error_from(e: StoreError) -> RegistryStoreError {
 pub fn registry_error(e: sqlx::Error) -> RegistryStoreError {
     registry_error_from(store_error(e))
 }
+
+#[cfg(test)]
+mod tests {
+    use signet_registry::model::{ServerRow, Status, VersionMeta};
+    use signet_tenancy::model::{Mode, PolicyRecord};
+
+    use super::*;
+
+    fn policy_row(mode: &str, overrides: &str) -> PolicyRow {
+        PolicyRow {
+            enforcement_mode: mode.into(),
+            approval_required: false,
+            overrides: overrides.into(),
+            revision: 4,
+            updated_at: 5,
+            updated_by: "op".into(),
+        }
+    }
+
+    #[test]
+    fn a_policy_row_becomes_a_policy_record() {
+        let rec = PolicyRecord::try_from(policy_row(
+            "strict",
+            r#"{"servers":{"a/b":{"enforcement_mode":"advisory"}}}"#,
+        ))
+        .unwrap();
+        assert_eq!(rec.policy.enforcement_mode, Mode::Strict);
+        assert_eq!(rec.policy.mode_for("a/b"), Mode::Advisory);
+        assert!(!rec.policy.approval_required);
+        assert_eq!((rec.revision, rec.updated_at.millis()), (4, 5));
+    }
+
+    #[test]
+    fn corrupt_rows_are_errors_not_panics() {
+        assert!(PolicyRecord::try_from(policy_row("lenient", "{}")).is_err());
+        assert!(PolicyRecord::try_from(policy_row("strict", "not json")).is_err());
+        let meta = VersionMetaRow {
+            version: "1.0.0".into(),
+            digest: "sha256:00".into(),
+            published_by: "p".into(),
+            published_at: 1,
+            status: "unknown".into(),
+            revision: 1,
+            status_changed_at: 1,
+            status_reason: None,
+            approved_by: None,
+            approved_at: None,
+        };
+        assert!(VersionMeta::try_from(meta).is_err());
+        let tenant = TenantRow {
+            id: "Not A Tenant".into(),
+            name: "n".into(),
+            created_at: 0,
+            created_by: "c".into(),
+        };
+        assert!(signet_tenancy::TenantRecord::try_from(tenant).is_err());
+    }
+
+    #[test]
+    fn a_version_row_keeps_every_status_column() {
+        let meta = VersionMeta::try_from(VersionMetaRow {
+            version: "1.0.0".into(),
+            digest: "sha256:00".into(),
+            published_by: "p".into(),
+            published_at: 1,
+            status: "approved".into(),
+            revision: 2,
+            status_changed_at: 3,
+            status_reason: Some("ok".into()),
+            approved_by: Some("r".into()),
+            approved_at: Some(3),
+        })
+        .unwrap();
+        assert_eq!(meta.status.status, Status::Approved);
+        assert_eq!(meta.status.revision, 2);
+        assert_eq!(meta.status.changed_at.millis(), 3);
+        assert_eq!(meta.status.reason.as_deref(), Some("ok"));
+        assert_eq!(meta.status.approved_by.as_deref(), Some("r"));
+        assert_eq!(meta.status.approved_at.map(|t| t.millis()), Some(3));
+    }
+
+    #[test]
+    fn a_server_without_versions_was_last_updated_when_created() {
+        let (key, row): (String, ServerRow) = ServerSummaryRow {
+            name: "io.acme/files".into(),
+            display_name: "io.Acme/files".into(),
+            created_at: 10,
+            title: None,
+            description: None,
+            updated_at: None,
+            version_count: 0,
+        }
+        .into();
+        assert_eq!(key, "io.acme/files");
+        assert_eq!(row.name, "io.Acme/files");
+        assert_eq!(row.updated_at.millis(), 10);
+    }
+}
