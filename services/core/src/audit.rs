@@ -24,3 +24,26 @@ pub struct NewAuditEvent {
     /// Details.
     pub data: Value,
 }
+
+impl NewAuditEvent {
+    /// A `kind` event by `actor` at `at`, about no particular server.
+    pub fn new(kind: &str, actor: &str, at: Timestamp, data: Value) -> Self {
+        NewAuditEvent {
+            at,
+            actor: actor.to_owned(),
+            kind: kind.to_owned(),
+            server: None,
+            version: None,
+            data,
+        }
+    }
+
+    /// The same event, about `version` of the server keyed `server`.
+    pub fn about(self, server: &str, version: &str) -> Self {
+        NewAuditEvent {
+            server: Some(server.to_owned()),
+            version: Some(version.to_owned()),
+            ..self
+        }
+    }
+}

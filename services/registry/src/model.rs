@@ -273,18 +273,18 @@ pub struct StatusChange<'a> {
 
 impl<'a> StatusChange<'a> {
     /// `action` taken by `actor` at `at` on `current` (the version as read),
-    /// moving it to `to` (see [`Action::apply`]).
+    /// or `None` when the transition is not allowed (see [`Action::apply`]).
     pub fn new(
         server_key: &'a str,
         current: &'a VersionMeta,
         action: Action,
-        to: Status,
         note: Option<&'a str>,
         actor: &'a str,
         at: Timestamp,
-    ) -> Self {
+    ) -> Option<Self> {
         let from = current.status.status;
-        StatusChange {
+        let to = action.apply(from)?;
+        Some(StatusChange {
             server_key,
             version: &current.version,
             expected_revision: current.status.revision,
@@ -298,15 +298,14 @@ impl<'a> StatusChange<'a> {
                 reviewer: actor.to_owned(),
                 at,
             }),
-            audit: NewAuditEvent {
+            audit: NewAuditEvent::new(
+                action.event_kind(),
+                actor,
                 at,
-                actor: actor.to_owned(),
-                kind: action.event_kind().to_owned(),
-                server: Some(server_key.to_owned()),
-                version: Some(current.version.clone()),
-                data: json!({ "from": from.as_str(), "to": to.as_str(), "note": note }),
-            },
-        }
+                json!({ "from": from.as_str(), "to": to.as_str(), "note": note }),
+            )
+            .about(server_key, &current.version),
+        })
     }
 }
 
@@ -363,11 +362,11 @@ mod tests {
             "io.acme/files",
             &m,
             Action::Approve,
-            Status::Approved,
             Some("fine"),
             "rev",
             at,
-        );
+        )
+        .unwrap();
         assert_eq!((c.version, c.expected_revision), ("1.0.0", 3));
         assert_eq!(
             (c.status, c.reason, c.approved_by),
@@ -396,11 +395,11 @@ mod tests {
             "s",
             &m,
             Action::Revoke,
-            Status::Revoked,
             None,
             "admin",
             Timestamp::from_millis(2),
-        );
+        )
+        .unwrap();
         assert!(c.review.is_none());
         assert_eq!(c.approved_by, None);
         assert_eq!(c.audit.kind, "version.revoked");
@@ -413,12 +412,26 @@ mod tests {
             "s",
             &pending,
             Action::Reject,
-            Status::Rejected,
             Some("no"),
             "rev",
             Timestamp::from_millis(2),
-        );
+        )
+        .unwrap();
         assert_eq!(r.review.unwrap().decision, "reject");
         assert_eq!(r.approved_by, None);
+    }
+
+    #[test]
+    fn a_transition_the_table_refuses_builds_no_change() {
+        let revoked = meta(Status::Revoked);
+        let at = Timestamp::from_millis(2);
+        for action in [
+            Action::Approve,
+            Action::Reject,
+            Action::Deprecate,
+            Action::Revoke,
+        ] {
+            assert!(StatusChange::new("s", &revoked, action, None, "a", at).is_none());
+        }
     }
 }

@@ -121,19 +121,13 @@ pub async fn publish(
         published_at: at,
         status: StatusRow::initial(policy.approval_required, at),
     };
-    let audit = NewAuditEvent {
-        at,
-        actor: scope.actor().to_owned(),
-        kind: event.to_owned(),
-        server: Some(key.clone()),
-        version: Some(version.clone()),
-        data: json!({
-            "digest": card.digest(),
-            "tools": card.signature.tools.len(),
-            "approval_required": policy.approval_required,
-            "status": meta.status.status.as_str(),
-        }),
-    };
+    let data = json!({
+        "digest": card.digest(),
+        "tools": card.signature.tools.len(),
+        "approval_required": policy.approval_required,
+        "status": meta.status.status.as_str(),
+    });
+    let audit = NewAuditEvent::new(event, scope.actor(), at, data).about(&key, &version);
     let new = NewVersion {
         server_key: &key,
         server_display: card.name.as_str(),
@@ -253,8 +247,9 @@ pub async fn transition(
         )
         .detail("the publisher of a version cannot approve it; ask another reviewer"));
     }
-    let from = stored.meta.status.status;
-    let Some(to) = action.apply(from) else {
+    let change = StatusChange::new(key, &stored.meta, action, note, scope.actor(), now());
+    let Some(change) = change else {
+        let from = stored.meta.status.status;
         return Err(ApiError::new(
             StatusCode::CONFLICT,
             "invalid_transition",
@@ -267,7 +262,6 @@ pub async fn transition(
         ))
         .with("current_status", from.as_str()));
     };
-    let change = StatusChange::new(key, &stored.meta, action, to, note, scope.actor(), now());
     let result = st.store.change_status(scope.tenant(), &change).await;
     st.index.evict(scope.tenant(), key);
     result.map_err(store_error)?;

@@ -165,14 +165,8 @@ pub fn tenant_created_event(
     actor: &str,
     at: Timestamp,
 ) -> NewAuditEvent {
-    NewAuditEvent {
-        at,
-        actor: actor.to_owned(),
-        kind: "tenant.created".into(),
-        server: None,
-        version: None,
-        data: serde_json::json!({ "name": name, "policy": policy }),
-    }
+    let data = serde_json::json!({ "name": name, "policy": policy });
+    NewAuditEvent::new("tenant.created", actor, at, data)
 }
 
 /// The `policy.updated` event, appended with the change that brought the
@@ -183,14 +177,8 @@ pub fn policy_updated_event(
     actor: &str,
     at: Timestamp,
 ) -> NewAuditEvent {
-    NewAuditEvent {
-        at,
-        actor: actor.to_owned(),
-        kind: "policy.updated".into(),
-        server: None,
-        version: None,
-        data: serde_json::json!({ "revision": revision, "policy": policy }),
-    }
+    let data = serde_json::json!({ "revision": revision, "policy": policy });
+    NewAuditEvent::new("policy.updated", actor, at, data)
 }
 
 /// Filters for listing audit events.
