@@ -30,6 +30,19 @@ const SERVER_COLUMNS: &str = "s.name, s.display_name, s.created_at,
 
 const SELECT_DISPLAY: &str = "SELECT display_name FROM servers WHERE tenant_id = $1 AND name = $2";
 
+/// `TenantNotFound` unless the tenant exists.
+async fn require_tenant(
+    conn: &mut sqlx::PgConnection,
+    tenant: &TenantId,
+) -> Result<(), RegistryStoreError> {
+    let exists: Option<i64> = sqlx::query_scalar("SELECT 1::bigint FROM tenants WHERE id = $1")
+        .bind(tenant.as_str())
+        .fetch_optional(conn)
+        .await
+        .map_err(registry_error)?;
+    exists.map(|_| ()).ok_or(RegistryStoreError::TenantNotFound)
+}
+
 async fn load_version(
     conn: &mut sqlx::PgConnection,
     tenant: &TenantId,
@@ -60,14 +73,7 @@ impl RegistryStore for PgStore {
         v: &NewVersion<'_>,
     ) -> Result<PublishOutcome, RegistryStoreError> {
         let mut tx = self.pool.begin().await.map_err(registry_error)?;
-        let exists: Option<i64> = sqlx::query_scalar("SELECT 1::bigint FROM tenants WHERE id = $1")
-            .bind(tenant.as_str())
-            .fetch_optional(&mut *tx)
-            .await
-            .map_err(registry_error)?;
-        if exists.is_none() {
-            return Err(RegistryStoreError::TenantNotFound);
-        }
+        require_tenant(&mut tx, tenant).await?;
         sqlx::query(
             "INSERT INTO servers (tenant_id, name, display_name, created_at)
              VALUES ($1, $2, $3, $4)
@@ -311,14 +317,7 @@ impl RegistryStore for PgStore {
         key: &StoredKey,
     ) -> Result<StoredKey, RegistryStoreError> {
         let mut tx = self.pool.begin().await.map_err(registry_error)?;
-        let exists: Option<i64> = sqlx::query_scalar("SELECT 1::bigint FROM tenants WHERE id = $1")
-            .bind(tenant.as_str())
-            .fetch_optional(&mut *tx)
-            .await
-            .map_err(registry_error)?;
-        if exists.is_none() {
-            return Err(RegistryStoreError::TenantNotFound);
-        }
+        require_tenant(&mut tx, tenant).await?;
         sqlx::query(
             "INSERT INTO tenant_keys (tenant_id, kid, public_key, private_sealed, created_at)
              VALUES ($1, $2, $3, $4, $5) ON CONFLICT (tenant_id) DO NOTHING",

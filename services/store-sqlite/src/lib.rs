@@ -99,6 +99,15 @@ impl SqliteStore {
             .collect())
     }
 
+    /// A write transaction: `BEGIN IMMEDIATE` takes the write lock at once,
+    /// so concurrent writers queue on the busy timeout instead of failing
+    /// when a read lock cannot be upgraded.
+    pub(crate) async fn write_tx(
+        &self,
+    ) -> Result<sqlx::Transaction<'static, sqlx::Sqlite>, sqlx::Error> {
+        self.pool.begin_with("BEGIN IMMEDIATE").await
+    }
+
     /// Closes the pool, waiting for connections to be returned.
     pub async fn close(&self) {
         self.pool.close().await;
@@ -141,7 +150,7 @@ impl TenantStore for SqliteStore {
         actor: &str,
         at: Timestamp,
     ) -> Result<TenantRecord, StoreError> {
-        let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await.map_err(err)?;
+        let mut tx = self.write_tx().await.map_err(err)?;
         sqlx::query("INSERT INTO tenants (id, name, created_at, created_by) VALUES (?, ?, ?, ?)")
             .bind(tenant.as_str())
             .bind(name)
@@ -210,7 +219,7 @@ impl TenantStore for SqliteStore {
         actor: &str,
         at: Timestamp,
     ) -> Result<PolicyRecord, StoreError> {
-        let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await.map_err(err)?;
+        let mut tx = self.write_tx().await.map_err(err)?;
         let current: Option<i64> =
             sqlx::query_scalar("SELECT revision FROM tenant_policies WHERE tenant_id = ?")
                 .bind(tenant.as_str())
@@ -255,7 +264,7 @@ impl TenantStore for SqliteStore {
         tenant: &TenantId,
         event: &NewAuditEvent,
     ) -> Result<i64, StoreError> {
-        let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await.map_err(err)?;
+        let mut tx = self.write_tx().await.map_err(err)?;
         let id = insert_audit(&mut tx, tenant, event).await?;
         tx.commit().await.map_err(err)?;
         Ok(id)

@@ -30,6 +30,19 @@ const SERVER_COLUMNS: &str = "s.name, s.display_name, s.created_at,
 
 const SELECT_DISPLAY: &str = "SELECT display_name FROM servers WHERE tenant_id = ? AND name = ?";
 
+/// `TenantNotFound` unless the tenant exists.
+async fn require_tenant(
+    conn: &mut sqlx::SqliteConnection,
+    tenant: &TenantId,
+) -> Result<(), RegistryStoreError> {
+    let exists: Option<i64> = sqlx::query_scalar("SELECT 1 FROM tenants WHERE id = ?")
+        .bind(tenant.as_str())
+        .fetch_optional(conn)
+        .await
+        .map_err(registry_error)?;
+    exists.map(|_| ()).ok_or(RegistryStoreError::TenantNotFound)
+}
+
 async fn load_version(
     conn: &mut sqlx::SqliteConnection,
     tenant: &TenantId,
@@ -59,19 +72,8 @@ impl RegistryStore for SqliteStore {
         tenant: &TenantId,
         v: &NewVersion<'_>,
     ) -> Result<PublishOutcome, RegistryStoreError> {
-        let mut tx = self
-            .pool
-            .begin_with("BEGIN IMMEDIATE")
-            .await
-            .map_err(registry_error)?;
-        let exists: Option<i64> = sqlx::query_scalar("SELECT 1 FROM tenants WHERE id = ?")
-            .bind(tenant.as_str())
-            .fetch_optional(&mut *tx)
-            .await
-            .map_err(registry_error)?;
-        if exists.is_none() {
-            return Err(RegistryStoreError::TenantNotFound);
-        }
+        let mut tx = self.write_tx().await.map_err(registry_error)?;
+        require_tenant(&mut tx, tenant).await?;
         if let Some(existing) = load_version(&mut tx, tenant, v.server_key, &v.meta.version).await?
         {
             return Ok(if existing.meta.digest == v.meta.digest {
@@ -226,11 +228,7 @@ impl RegistryStore for SqliteStore {
         tenant: &TenantId,
         c: &StatusChange<'_>,
     ) -> Result<(), RegistryStoreError> {
-        let mut tx = self
-            .pool
-            .begin_with("BEGIN IMMEDIATE")
-            .await
-            .map_err(registry_error)?;
+        let mut tx = self.write_tx().await.map_err(registry_error)?;
         let done = sqlx::query(
             "UPDATE version_status
              SET status = ?, revision = revision + 1, status_changed_at = ?, status_reason = ?,
@@ -308,19 +306,8 @@ impl RegistryStore for SqliteStore {
         tenant: &TenantId,
         key: &StoredKey,
     ) -> Result<StoredKey, RegistryStoreError> {
-        let mut tx = self
-            .pool
-            .begin_with("BEGIN IMMEDIATE")
-            .await
-            .map_err(registry_error)?;
-        let exists: Option<i64> = sqlx::query_scalar("SELECT 1 FROM tenants WHERE id = ?")
-            .bind(tenant.as_str())
-            .fetch_optional(&mut *tx)
-            .await
-            .map_err(registry_error)?;
-        if exists.is_none() {
-            return Err(RegistryStoreError::TenantNotFound);
-        }
+        let mut tx = self.write_tx().await.map_err(registry_error)?;
+        require_tenant(&mut tx, tenant).await?;
         sqlx::query(
             "INSERT INTO tenant_keys (tenant_id, kid, public_key, private_sealed, created_at)
              VALUES (?, ?, ?, ?, ?) ON CONFLICT (tenant_id) DO NOTHING",
