@@ -77,6 +77,9 @@ pub enum Mode {
 }
 
 impl Mode {
+    /// Every mode, strictest first.
+    pub const ALL: [Mode; 3] = [Mode::Strict, Mode::Permissive, Mode::Advisory];
+
     /// The wire spelling.
     pub fn as_str(self) -> &'static str {
         match self {

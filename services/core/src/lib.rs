@@ -15,7 +15,8 @@
 //! - [`scope`]: the scope envelope of a signature;
 //! - [`uri_template`]: RFC 6570 template matching in bounded time;
 //! - [`ops`]: the pure entry points behind the CLI and HTTP API;
-//! - [`json`]: strict JSON input; [`ids`]: shared identifiers.
+//! - [`json`]: strict JSON input; [`ids`]: shared identifiers;
+//! - [`audit`]: the audit event a change appends.
 //!
 //! The rules these modules apply are described, for readers of the
 //! project rather than of the code, in `docs/SEMANTICS.md`.
@@ -26,6 +27,7 @@
 //! order, never in hash order.
 
 pub mod annotations;
+pub mod audit;
 pub mod card;
 pub mod contain;
 pub mod diff;

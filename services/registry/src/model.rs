@@ -1,7 +1,8 @@
 //! Registry types: versions, their status, reviews, servers.
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::json;
+use signet_core::audit::NewAuditEvent;
 use signet_core::ids::Timestamp;
 use utoipa::ToSchema;
 
@@ -86,6 +87,15 @@ impl Action {
         }
     }
 
+    /// The review decision it records (`approve`, `reject`), if it is one.
+    pub fn decision(self) -> Option<&'static str> {
+        match self {
+            Action::Approve => Some("approve"),
+            Action::Reject => Some("reject"),
+            Action::Deprecate | Action::Revoke => None,
+        }
+    }
+
     /// The audit event kind.
     pub fn event_kind(self) -> &'static str {
         match self {
@@ -127,6 +137,31 @@ pub struct StatusRow {
     pub approved_by: Option<String>,
     /// When it was approved.
     pub approved_at: Option<Timestamp>,
+}
+
+impl StatusRow {
+    /// The status of a version just published at `at`: `pending` when the
+    /// tenant's policy requires review, else approved on publish (with no
+    /// approver: nobody reviewed it).
+    pub fn initial(approval_required: bool, at: Timestamp) -> StatusRow {
+        let (status, reason, approved_at) = if approval_required {
+            (Status::Pending, None, None)
+        } else {
+            (
+                Status::Approved,
+                Some("approved on publish: the tenant policy requires no review".to_owned()),
+                Some(at),
+            )
+        };
+        StatusRow {
+            status,
+            revision: 1,
+            changed_at: at,
+            reason,
+            approved_by: None,
+            approved_at,
+        }
+    }
 }
 
 /// A stored version without its document.
@@ -176,33 +211,25 @@ pub struct ServerRow {
     pub version_count: i64,
 }
 
-/// A version about to be stored.
+/// A version about to be stored: the rows to write and the audit event to
+/// append with them, all decided by the registry; a store writes them as
+/// they are.
 #[derive(Debug, Clone)]
 pub struct NewVersion<'a> {
     /// Canonical (lowercase) server name: the key.
     pub server_key: &'a str,
-    /// Display spelling.
+    /// Display spelling (kept if the server row exists).
     pub server_display: &'a str,
-    /// Exact version.
-    pub version: &'a str,
-    /// `sha256:<hex>` of `document`.
-    pub digest: &'a str,
     /// Canonical JSON.
     pub document: &'a str,
     /// Card title.
     pub title: Option<&'a str>,
     /// Card description.
     pub description: Option<&'a str>,
-    /// Publisher (`sub`).
-    pub published_by: &'a str,
-    /// When.
-    pub at: Timestamp,
-    /// `approved` when the tenant needs no review, else `pending`.
-    pub initial: Status,
-    /// Audit event kind (`version.published` or `version.imported`).
-    pub event: &'a str,
-    /// Extra audit data.
-    pub event_data: Value,
+    /// The version and its first status row (revision 1).
+    pub meta: VersionMeta,
+    /// `version.published` or `version.imported`.
+    pub audit: NewAuditEvent,
 }
 
 /// What a publish did.
@@ -219,7 +246,8 @@ pub enum PublishOutcome {
     },
 }
 
-/// A status change about to be stored.
+/// A status change about to be stored: the new status row values, the
+/// review to record and the audit event, all decided by the registry.
 #[derive(Debug, Clone)]
 pub struct StatusChange<'a> {
     /// Server key.
@@ -228,18 +256,57 @@ pub struct StatusChange<'a> {
     pub version: &'a str,
     /// The revision read before deciding (compare-and-set).
     pub expected_revision: i64,
-    /// The action.
-    pub action: Action,
-    /// The status read before deciding.
-    pub from: Status,
     /// The new status.
-    pub to: Status,
-    /// Note or reason.
-    pub note: Option<&'a str>,
-    /// Who.
-    pub actor: &'a str,
+    pub status: Status,
     /// When.
     pub at: Timestamp,
+    /// Note or reason (replaces the stored one).
+    pub reason: Option<&'a str>,
+    /// Set on approval: the approver, recorded with `at`; otherwise the
+    /// stored approver (if any) stays.
+    pub approved_by: Option<&'a str>,
+    /// The review decision to append (approve and reject only).
+    pub review: Option<Review>,
+    /// Appended in the same transaction.
+    pub audit: NewAuditEvent,
+}
+
+impl<'a> StatusChange<'a> {
+    /// `action` taken by `actor` at `at` on `current` (the version as read),
+    /// or `None` when the transition is not allowed (see [`Action::apply`]).
+    pub fn new(
+        server_key: &'a str,
+        current: &'a VersionMeta,
+        action: Action,
+        note: Option<&'a str>,
+        actor: &'a str,
+        at: Timestamp,
+    ) -> Option<Self> {
+        let from = current.status.status;
+        let to = action.apply(from)?;
+        Some(StatusChange {
+            server_key,
+            version: &current.version,
+            expected_revision: current.status.revision,
+            status: to,
+            at,
+            reason: note,
+            approved_by: (to == Status::Approved).then_some(actor),
+            review: action.decision().map(|decision| Review {
+                decision: decision.to_owned(),
+                note: note.map(str::to_owned),
+                reviewer: actor.to_owned(),
+                at,
+            }),
+            audit: NewAuditEvent::new(
+                action.event_kind(),
+                actor,
+                at,
+                json!({ "from": from.as_str(), "to": to.as_str(), "note": note }),
+            )
+            .about(server_key, &current.version),
+        })
+    }
 }
 
 /// A tenant's attestation key as stored.
@@ -253,4 +320,118 @@ pub struct StoredKey {
     pub private_sealed: String,
     /// Creation time.
     pub created_at: Timestamp,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn meta(status: Status) -> VersionMeta {
+        VersionMeta {
+            version: "1.0.0".into(),
+            digest: "sha256:00".into(),
+            published_by: "pub".into(),
+            published_at: Timestamp::from_millis(1),
+            status: StatusRow {
+                status,
+                revision: 3,
+                ..StatusRow::initial(true, Timestamp::from_millis(1))
+            },
+        }
+    }
+
+    #[test]
+    fn a_version_waits_for_review_only_when_the_policy_says_so() {
+        let at = Timestamp::from_millis(7);
+        let pending = StatusRow::initial(true, at);
+        assert_eq!(pending.status, Status::Pending);
+        assert_eq!((pending.revision, pending.changed_at), (1, at));
+        assert_eq!((pending.reason, pending.approved_at), (None, None));
+        let approved = StatusRow::initial(false, at);
+        assert_eq!(approved.status, Status::Approved);
+        assert_eq!(approved.approved_at, Some(at));
+        assert_eq!(approved.approved_by, None, "nobody reviewed it");
+        assert!(approved.reason.unwrap().contains("requires no review"));
+    }
+
+    #[test]
+    fn an_approval_records_the_approver_the_review_and_the_event() {
+        let m = meta(Status::Pending);
+        let at = Timestamp::from_millis(9);
+        let c = StatusChange::new(
+            "io.acme/files",
+            &m,
+            Action::Approve,
+            Some("fine"),
+            "rev",
+            at,
+        )
+        .unwrap();
+        assert_eq!((c.version, c.expected_revision), ("1.0.0", 3));
+        assert_eq!(
+            (c.status, c.reason, c.approved_by),
+            (Status::Approved, Some("fine"), Some("rev"))
+        );
+        let review = c.review.unwrap();
+        assert_eq!(
+            (review.decision.as_str(), review.reviewer.as_str()),
+            ("approve", "rev")
+        );
+        assert_eq!((review.note.as_deref(), review.at), (Some("fine"), at));
+        assert_eq!(c.audit.kind, "version.approved");
+        assert_eq!(c.audit.server.as_deref(), Some("io.acme/files"));
+        assert_eq!(c.audit.version.as_deref(), Some("1.0.0"));
+        assert_eq!((c.audit.actor.as_str(), c.audit.at), ("rev", at));
+        assert_eq!(
+            c.audit.data,
+            json!({"from": "pending", "to": "approved", "note": "fine"})
+        );
+    }
+
+    #[test]
+    fn lifecycle_changes_record_no_review_and_keep_the_approver() {
+        let m = meta(Status::Approved);
+        let c = StatusChange::new(
+            "s",
+            &m,
+            Action::Revoke,
+            None,
+            "admin",
+            Timestamp::from_millis(2),
+        )
+        .unwrap();
+        assert!(c.review.is_none());
+        assert_eq!(c.approved_by, None);
+        assert_eq!(c.audit.kind, "version.revoked");
+        assert_eq!(
+            c.audit.data,
+            json!({"from": "approved", "to": "revoked", "note": null})
+        );
+        let pending = meta(Status::Pending);
+        let r = StatusChange::new(
+            "s",
+            &pending,
+            Action::Reject,
+            Some("no"),
+            "rev",
+            Timestamp::from_millis(2),
+        )
+        .unwrap();
+        assert_eq!(r.review.unwrap().decision, "reject");
+        assert_eq!(r.approved_by, None);
+    }
+
+    #[test]
+    fn a_transition_the_table_refuses_builds_no_change() {
+        let revoked = meta(Status::Revoked);
+        let at = Timestamp::from_millis(2);
+        for action in [
+            Action::Approve,
+            Action::Reject,
+            Action::Deprecate,
+            Action::Revoke,
+        ] {
+            assert!(StatusChange::new("s", &revoked, action, None, "a", at).is_none());
+        }
+    }
 }

@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use axum::http::StatusCode;
 use serde_json::{Value, json};
+use signet_core::audit::NewAuditEvent;
 use signet_core::card::ServerCard;
 use signet_core::ids::TenantId;
 use signet_core::names::ServerName;
@@ -18,7 +19,7 @@ use signet_http::tenant::tenant_not_found;
 use crate::error::*;
 use crate::index::ServerIndex;
 use crate::model::{
-    Action, NewVersion, PublishOutcome, Review, Status, StatusChange, StoredVersion,
+    Action, NewVersion, PublishOutcome, Review, StatusChange, StatusRow, StoredVersion, VersionMeta,
 };
 use crate::state::*;
 
@@ -112,27 +113,29 @@ pub async fn publish(
         .ok_or_else(tenant_not_found)?;
     let document = std::str::from_utf8(card.canonical()).map_err(|_| ApiError::internal())?;
     let version = card.version.to_string();
+    let at = now();
+    let meta = VersionMeta {
+        version: version.clone(),
+        digest: card.digest().to_owned(),
+        published_by: scope.actor().to_owned(),
+        published_at: at,
+        status: StatusRow::initial(policy.approval_required, at),
+    };
+    let data = json!({
+        "digest": card.digest(),
+        "tools": card.signature.tools.len(),
+        "approval_required": policy.approval_required,
+        "status": meta.status.status.as_str(),
+    });
+    let audit = NewAuditEvent::new(event, scope.actor(), at, data).about(&key, &version);
     let new = NewVersion {
         server_key: &key,
         server_display: card.name.as_str(),
-        version: &version,
-        digest: card.digest(),
         document,
         title: card.title.as_deref(),
         description: card.description.as_deref(),
-        published_by: scope.actor(),
-        at: now(),
-        initial: if policy.approval_required {
-            Status::Pending
-        } else {
-            Status::Approved
-        },
-        event,
-        event_data: json!({
-            "digest": card.digest(),
-            "tools": card.signature.tools.len(),
-            "approval_required": policy.approval_required,
-        }),
+        meta,
+        audit,
     };
     let outcome = st.store.publish(tenant, &new).await.map_err(store_error)?;
     st.index.evict(tenant, &key);
@@ -244,8 +247,9 @@ pub async fn transition(
         )
         .detail("the publisher of a version cannot approve it; ask another reviewer"));
     }
-    let from = stored.meta.status.status;
-    let Some(to) = action.apply(from) else {
+    let change = StatusChange::new(key, &stored.meta, action, note, scope.actor(), now());
+    let Some(change) = change else {
+        let from = stored.meta.status.status;
         return Err(ApiError::new(
             StatusCode::CONFLICT,
             "invalid_transition",
@@ -257,17 +261,6 @@ pub async fn transition(
             action.event_kind().trim_start_matches("version.")
         ))
         .with("current_status", from.as_str()));
-    };
-    let change = StatusChange {
-        server_key: key,
-        version: &stored.meta.version,
-        expected_revision: stored.meta.status.revision,
-        action,
-        from,
-        to,
-        note,
-        actor: scope.actor(),
-        at: now(),
     };
     let result = st.store.change_status(scope.tenant(), &change).await;
     st.index.evict(scope.tenant(), key);

@@ -88,24 +88,10 @@ impl SessionRow {
     }
 }
 
-/// An audit event the resolve service asks its store to append (the store
-/// writes it to the tenant's append-only audit log).
-#[derive(Debug, Clone, PartialEq)]
-pub struct AuditNote {
-    /// When.
-    pub at: Timestamp,
-    /// Who (token `sub`).
-    pub actor: String,
-    /// What: `session.opened`, `session.closed`, `resolve.refused`,
-    /// `resolve.nondeterministic`.
-    pub kind: &'static str,
-    /// Server concerned.
-    pub server: Option<String>,
-    /// Version concerned.
-    pub version: Option<String>,
-    /// Details (never a header value or a token).
-    pub data: serde_json::Value,
-}
+/// An audit event the resolve service asks its store to append (kinds:
+/// `session.opened`, `session.closed`, `resolve.refused`,
+/// `resolve.nondeterministic`; never a header value or a token in `data`).
+pub use signet_core::audit::NewAuditEvent as AuditNote;
 
 /// Whether `id` has the shape of a session id (so that anything else is a
 /// plain 404 without a database round trip).

@@ -6,27 +6,18 @@ use std::sync::Arc;
 
 use anyhow::{Context as _, bail};
 use async_trait::async_trait;
-use signet_core::Mode;
 use signet_core::card::Limits;
 use signet_core::ids::TenantId;
 use signet_registry::index::EtagIndex;
 use signet_registry::keys::Keyring;
 use signet_registry::{PolicySource, RegistryPolicy, RegistryState, RegistryStoreError};
-use signet_tenancy::{EnforcementMode, StoreError, TenantStore};
+use signet_tenancy::{StoreError, TenantStore};
 
 use crate::config::Config;
 use crate::store::Store;
 
 /// The registry's view of tenant policies, read from the tenancy store.
 pub struct TenancyPolicies(pub Arc<dyn TenantStore>);
-
-fn mode(m: EnforcementMode) -> Mode {
-    match m {
-        EnforcementMode::Strict => Mode::Strict,
-        EnforcementMode::Permissive => Mode::Permissive,
-        EnforcementMode::Advisory => Mode::Advisory,
-    }
-}
 
 #[async_trait]
 impl PolicySource for TenancyPolicies {
@@ -39,19 +30,9 @@ impl PolicySource for TenancyPolicies {
             StoreError::Unavailable(m) => RegistryStoreError::Unavailable(m),
             other => RegistryStoreError::Other(other.to_string()),
         })?;
-        Ok(rec.map(|r| {
-            // Server names compare case-insensitively (their canonical form).
-            let server_mode = r
-                .policy
-                .overrides
-                .servers
-                .iter()
-                .find(|(name, _)| name.to_ascii_lowercase() == server_key)
-                .and_then(|(_, o)| o.enforcement_mode);
-            RegistryPolicy {
-                approval_required: r.policy.approval_required,
-                mode: mode(server_mode.unwrap_or(r.policy.enforcement_mode)),
-            }
+        Ok(rec.map(|r| RegistryPolicy {
+            approval_required: r.policy.approval_required,
+            mode: r.policy.mode_for(server_key),
         }))
     }
 }

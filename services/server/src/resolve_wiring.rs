@@ -7,7 +7,6 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use serde_json::Value;
-use signet_core::Mode;
 use signet_core::ids::TenantId;
 use signet_http::problem::ApiError;
 use signet_registry::RegistryState;
@@ -18,7 +17,7 @@ use signet_resolve::{
     Signatures, Standing,
 };
 use signet_tenancy::model::ResolveCache;
-use signet_tenancy::{EnforcementMode, StoreError, TenantStore};
+use signet_tenancy::{StoreError, TenantStore};
 
 use crate::config::ResolveSettings;
 use crate::store::Store;
@@ -37,14 +36,6 @@ fn standing(status: Status) -> Standing {
         Status::Pending => Standing::NotTrusted("pending review"),
         Status::Rejected => Standing::NotTrusted("rejected"),
         Status::Revoked => Standing::Revoked,
-    }
-}
-
-fn mode(m: EnforcementMode) -> Mode {
-    match m {
-        EnforcementMode::Strict => Mode::Strict,
-        EnforcementMode::Permissive => Mode::Permissive,
-        EnforcementMode::Advisory => Mode::Advisory,
     }
 }
 
@@ -116,21 +107,11 @@ impl Signatures for RegistrySignatures {
         let Some(rec) = rec else {
             return Err(signet_http::tenant::tenant_not_found());
         };
-        let o = rec
-            .policy
-            .overrides
-            .servers
-            .iter()
-            .find(|(name, _)| name.to_ascii_lowercase() == server)
-            .map(|(_, o)| o);
         Ok(ServerPolicy {
-            mode: mode(
-                o.and_then(|o| o.enforcement_mode)
-                    .unwrap_or(rec.policy.enforcement_mode),
-            ),
-            cache: match o.and_then(|o| o.resolve_cache) {
-                Some(ResolveCache::None) => CachePolicy::None,
-                Some(ResolveCache::Session) | None => CachePolicy::Session,
+            mode: rec.policy.mode_for(server),
+            cache: match rec.policy.resolve_cache_for(server) {
+                ResolveCache::None => CachePolicy::None,
+                ResolveCache::Session => CachePolicy::Session,
             },
         })
     }
@@ -213,7 +194,10 @@ pub fn spawn_session_purge(store: &Store, every: Duration) -> tokio::task::JoinH
         loop {
             tick.tick().await;
             loop {
-                match sessions.purge_expired(signet_resolve::state::now(), 1000).await {
+                match sessions
+                    .purge_expired(signet_resolve::state::now(), 1000)
+                    .await
+                {
                     Ok(1000) => continue,
                     Ok(n) => {
                         if n > 0 {

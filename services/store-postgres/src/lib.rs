@@ -10,15 +10,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use serde_json::Value;
 use signet_core::ids::{TenantId, Timestamp};
+use signet_store_rows::{AuditRow, PolicyRow, TenantRow};
 use signet_tenancy::model::{
-    AuditEvent, AuditFilter, EnforcementMode, NewAuditEvent, Policy, PolicyOverrides, PolicyRecord,
-    TenantRecord,
+    AuditEvent, AuditFilter, NewAuditEvent, Policy, PolicyRecord, TenantRecord,
+    policy_updated_event, tenant_created_event,
 };
 use signet_tenancy::{StoreError, TenantStore};
+use sqlx::PgPool;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
-use sqlx::{PgPool, Row};
 use tokio::sync::watch;
 
 pub mod registry;
@@ -73,17 +73,7 @@ pub struct ListenerStatus {
     pub delivered: u64,
 }
 
-pub(crate) fn err(e: sqlx::Error) -> StoreError {
-    match &e {
-        sqlx::Error::Database(db) if db.is_unique_violation() => {
-            StoreError::Conflict(db.message().to_owned())
-        }
-        sqlx::Error::PoolTimedOut | sqlx::Error::Io(_) | sqlx::Error::PoolClosed => {
-            StoreError::Unavailable(e.to_string())
-        }
-        _ => StoreError::Other(e.to_string()),
-    }
-}
+pub(crate) use signet_store_rows::store_error as err;
 
 impl PgStore {
     /// Connects to `url` (`postgres://...`). Fails when the server cannot be
@@ -170,24 +160,6 @@ pub(crate) async fn insert_audit(
     Ok(id)
 }
 
-fn policy_from_row(row: &sqlx::postgres::PgRow) -> Result<PolicyRecord, StoreError> {
-    let mode: String = row.try_get("enforcement_mode").map_err(err)?;
-    let overrides: String = row.try_get("overrides").map_err(err)?;
-    let overrides: PolicyOverrides = serde_json::from_str(&overrides)
-        .map_err(|e| StoreError::Other(format!("stored overrides: {e}")))?;
-    Ok(PolicyRecord {
-        policy: Policy {
-            enforcement_mode: EnforcementMode::parse(&mode)
-                .ok_or_else(|| StoreError::Other(format!("stored mode {mode}")))?,
-            approval_required: row.try_get("approval_required").map_err(err)?,
-            overrides,
-        },
-        revision: row.try_get("revision").map_err(err)?,
-        updated_at: Timestamp::from_millis(row.try_get("updated_at").map_err(err)?),
-        updated_by: row.try_get("updated_by").map_err(err)?,
-    })
-}
-
 fn overrides_json(p: &Policy) -> Result<String, StoreError> {
     serde_json::to_string(&p.overrides).map_err(|e| StoreError::Other(e.to_string()))
 }
@@ -232,14 +204,7 @@ impl TenantStore for PgStore {
         insert_audit(
             &mut tx,
             tenant,
-            &NewAuditEvent {
-                at,
-                actor: actor.to_owned(),
-                kind: "tenant.created".into(),
-                server: None,
-                version: None,
-                data: serde_json::json!({ "name": name, "policy": policy }),
-            },
+            &tenant_created_event(name, policy, actor, at),
         )
         .await?;
         tx.commit().await.map_err(err)?;
@@ -252,31 +217,25 @@ impl TenantStore for PgStore {
     }
 
     async fn tenant(&self, tenant: &TenantId) -> Result<Option<TenantRecord>, StoreError> {
-        let row = sqlx::query("SELECT name, created_at, created_by FROM tenants WHERE id = $1")
-            .bind(tenant.as_str())
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(err)?;
-        row.map(|r| {
-            Ok(TenantRecord {
-                id: tenant.clone(),
-                name: r.try_get("name").map_err(err)?,
-                created_at: Timestamp::from_millis(r.try_get("created_at").map_err(err)?),
-                created_by: r.try_get("created_by").map_err(err)?,
-            })
-        })
-        .transpose()
+        let row = sqlx::query_as::<_, TenantRow>(
+            "SELECT id, name, created_at, created_by FROM tenants WHERE id = $1",
+        )
+        .bind(tenant.as_str())
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(err)?;
+        row.map(TenantRecord::try_from).transpose()
     }
 
     async fn policy(&self, tenant: &TenantId) -> Result<Option<PolicyRecord>, StoreError> {
-        let row = sqlx::query(sqlx::AssertSqlSafe(format!(
+        let row = sqlx::query_as::<_, PolicyRow>(sqlx::AssertSqlSafe(format!(
             "SELECT {POLICY_COLUMNS} FROM tenant_policies WHERE tenant_id = $1"
         )))
         .bind(tenant.as_str())
         .fetch_optional(&self.pool)
         .await
         .map_err(err)?;
-        row.as_ref().map(policy_from_row).transpose()
+        row.map(PolicyRecord::try_from).transpose()
     }
 
     async fn put_policy(
@@ -290,7 +249,7 @@ impl TenantStore for PgStore {
         let mut tx = self.pool.begin().await.map_err(err)?;
         // The row lock taken by UPDATE makes a concurrent writer wait and
         // then re-check the revision predicate against the committed row.
-        let row = sqlx::query(sqlx::AssertSqlSafe(format!(
+        let row = sqlx::query_as::<_, PolicyRow>(sqlx::AssertSqlSafe(format!(
             "UPDATE tenant_policies
              SET enforcement_mode = $1, approval_required = $2, overrides = $3::jsonb,
                  revision = revision + 1, updated_at = $4, updated_by = $5
@@ -319,18 +278,11 @@ impl TenantStore for PgStore {
                 None => StoreError::NotFound,
             });
         };
-        let rec = policy_from_row(&row)?;
+        let rec = PolicyRecord::try_from(row)?;
         insert_audit(
             &mut tx,
             tenant,
-            &NewAuditEvent {
-                at,
-                actor: actor.to_owned(),
-                kind: "policy.updated".into(),
-                server: None,
-                version: None,
-                data: serde_json::json!({ "revision": rec.revision, "policy": policy }),
-            },
+            &policy_updated_event(rec.revision, policy, actor, at),
         )
         .await?;
         tx.commit().await.map_err(err)?;
@@ -353,7 +305,7 @@ impl TenantStore for PgStore {
         after: Option<i64>,
         limit: u32,
     ) -> Result<Vec<AuditEvent>, StoreError> {
-        let rows = sqlx::query(
+        let rows = sqlx::query_as::<_, AuditRow>(
             "SELECT id, at, actor, kind, server, version, data::text AS data FROM audit_events
              WHERE tenant_id = $1 AND id > $2
                AND ($3::text IS NULL OR server = $3) AND ($4::text IS NULL OR kind = $4)
@@ -367,21 +319,7 @@ impl TenantStore for PgStore {
         .fetch_all(&self.pool)
         .await
         .map_err(err)?;
-        rows.iter()
-            .map(|r| {
-                let data: String = r.try_get("data").map_err(err)?;
-                Ok(AuditEvent {
-                    id: r.try_get("id").map_err(err)?,
-                    at: Timestamp::from_millis(r.try_get("at").map_err(err)?),
-                    actor: r.try_get("actor").map_err(err)?,
-                    kind: r.try_get("kind").map_err(err)?,
-                    server: r.try_get("server").map_err(err)?,
-                    version: r.try_get("version").map_err(err)?,
-                    data: serde_json::from_str::<Value>(&data)
-                        .map_err(|e| StoreError::Other(format!("stored audit data: {e}")))?,
-                })
-            })
-            .collect()
+        rows.into_iter().map(AuditEvent::try_from).collect()
     }
 
     async fn ping(&self) -> Result<(), StoreError> {

@@ -1,58 +1,22 @@
 //! The registry store on PostgreSQL.
 
 use async_trait::async_trait;
-use signet_core::ids::{TenantId, Timestamp};
+use signet_core::ids::TenantId;
 use signet_registry::model::{
-    Action, NewVersion, PublishOutcome, Review, ServerRow, Status, StatusChange, StatusRow,
-    StoredKey, StoredVersion, VersionMeta,
+    NewVersion, PublishOutcome, Review, ServerRow, Status, StatusChange, StoredKey, StoredVersion,
+    VersionMeta,
 };
 use signet_registry::store::{ServerQuery, like_pattern};
 use signet_registry::{RegistryStore, RegistryStoreError};
-use signet_tenancy::StoreError;
-use signet_tenancy::model::NewAuditEvent;
-use sqlx::Row;
-use sqlx::postgres::PgRow;
+use signet_store_rows::{
+    KeyRow, ReviewRow, ServerSummaryRow, VersionMetaRow, VersionRow, registry_error,
+    registry_error_from,
+};
 
-use crate::{PgStore, err, insert_audit};
-
-fn rerr(e: sqlx::Error) -> RegistryStoreError {
-    match err(e) {
-        StoreError::Unavailable(m) => RegistryStoreError::Unavailable(m),
-        other => RegistryStoreError::Other(other.to_string()),
-    }
-}
-
-fn aerr(e: StoreError) -> RegistryStoreError {
-    match e {
-        StoreError::Unavailable(m) => RegistryStoreError::Unavailable(m),
-        other => RegistryStoreError::Other(other.to_string()),
-    }
-}
+use crate::{PgStore, insert_audit};
 
 const META_COLUMNS: &str = "v.version, v.digest, v.published_by, v.published_at, \
      st.status, st.revision, st.status_changed_at, st.status_reason, st.approved_by, st.approved_at";
-
-fn meta_from_row(r: &PgRow) -> Result<VersionMeta, RegistryStoreError> {
-    let status: String = r.try_get("status").map_err(rerr)?;
-    Ok(VersionMeta {
-        version: r.try_get("version").map_err(rerr)?,
-        digest: r.try_get("digest").map_err(rerr)?,
-        published_by: r.try_get("published_by").map_err(rerr)?,
-        published_at: Timestamp::from_millis(r.try_get("published_at").map_err(rerr)?),
-        status: StatusRow {
-            status: Status::parse(&status)
-                .ok_or_else(|| RegistryStoreError::Other(format!("stored status {status}")))?,
-            revision: r.try_get("revision").map_err(rerr)?,
-            changed_at: Timestamp::from_millis(r.try_get("status_changed_at").map_err(rerr)?),
-            reason: r.try_get("status_reason").map_err(rerr)?,
-            approved_by: r.try_get("approved_by").map_err(rerr)?,
-            approved_at: r
-                .try_get::<Option<i64>, _>("approved_at")
-                .map_err(rerr)?
-                .map(Timestamp::from_millis),
-        },
-    })
-}
 
 /// Server columns: title and description come from the newest version,
 /// so the server row itself is never updated.
@@ -66,13 +30,26 @@ const SERVER_COLUMNS: &str = "s.name, s.display_name, s.created_at,
 
 const SELECT_DISPLAY: &str = "SELECT display_name FROM servers WHERE tenant_id = $1 AND name = $2";
 
+/// `TenantNotFound` unless the tenant exists.
+async fn require_tenant(
+    conn: &mut sqlx::PgConnection,
+    tenant: &TenantId,
+) -> Result<(), RegistryStoreError> {
+    let exists: Option<i64> = sqlx::query_scalar("SELECT 1::bigint FROM tenants WHERE id = $1")
+        .bind(tenant.as_str())
+        .fetch_optional(conn)
+        .await
+        .map_err(registry_error)?;
+    exists.map(|_| ()).ok_or(RegistryStoreError::TenantNotFound)
+}
+
 async fn load_version(
     conn: &mut sqlx::PgConnection,
     tenant: &TenantId,
     server_key: &str,
     version: &str,
 ) -> Result<Option<StoredVersion>, RegistryStoreError> {
-    let row = sqlx::query(sqlx::AssertSqlSafe(format!(
+    let row = sqlx::query_as::<_, VersionRow>(sqlx::AssertSqlSafe(format!(
         "SELECT s.display_name, v.document, {META_COLUMNS}
          FROM versions v
          JOIN version_status st ON st.tenant_id = v.tenant_id AND st.server = v.server AND st.version = v.version
@@ -84,15 +61,8 @@ async fn load_version(
     .bind(version)
     .fetch_optional(&mut *conn)
     .await
-    .map_err(rerr)?;
-    row.map(|r| {
-        Ok(StoredVersion {
-            server: r.try_get("display_name").map_err(rerr)?,
-            document: r.try_get("document").map_err(rerr)?,
-            meta: meta_from_row(&r)?,
-        })
-    })
-    .transpose()
+    .map_err(registry_error)?;
+    row.map(StoredVersion::try_from).transpose()
 }
 
 #[async_trait]
@@ -102,15 +72,8 @@ impl RegistryStore for PgStore {
         tenant: &TenantId,
         v: &NewVersion<'_>,
     ) -> Result<PublishOutcome, RegistryStoreError> {
-        let mut tx = self.pool.begin().await.map_err(rerr)?;
-        let exists: Option<i64> = sqlx::query_scalar("SELECT 1::bigint FROM tenants WHERE id = $1")
-            .bind(tenant.as_str())
-            .fetch_optional(&mut *tx)
-            .await
-            .map_err(rerr)?;
-        if exists.is_none() {
-            return Err(RegistryStoreError::TenantNotFound);
-        }
+        let mut tx = self.pool.begin().await.map_err(registry_error)?;
+        require_tenant(&mut tx, tenant).await?;
         sqlx::query(
             "INSERT INTO servers (tenant_id, name, display_name, created_at)
              VALUES ($1, $2, $3, $4)
@@ -119,10 +82,10 @@ impl RegistryStore for PgStore {
         .bind(tenant.as_str())
         .bind(v.server_key)
         .bind(v.server_display)
-        .bind(v.at.millis())
+        .bind(v.meta.published_at.millis())
         .execute(&mut *tx)
         .await
-        .map_err(rerr)?;
+        .map_err(registry_error)?;
         // A concurrent publish of the same version waits here for the other
         // transaction; exactly one insert wins, the others see its row.
         let inserted: Option<String> = sqlx::query_scalar(
@@ -133,23 +96,23 @@ impl RegistryStore for PgStore {
         )
         .bind(tenant.as_str())
         .bind(v.server_key)
-        .bind(v.version)
-        .bind(v.digest)
+        .bind(&v.meta.version)
+        .bind(&v.meta.digest)
         .bind(v.document)
         .bind(v.title)
         .bind(v.description)
-        .bind(v.published_by)
-        .bind(v.at.millis())
+        .bind(&v.meta.published_by)
+        .bind(v.meta.published_at.millis())
         .fetch_optional(&mut *tx)
         .await
-        .map_err(rerr)?;
+        .map_err(registry_error)?;
         if inserted.is_none() {
-            tx.rollback().await.map_err(rerr)?;
-            let mut conn = self.pool.acquire().await.map_err(rerr)?;
-            let existing = load_version(&mut conn, tenant, v.server_key, v.version)
+            tx.rollback().await.map_err(registry_error)?;
+            let mut conn = self.pool.acquire().await.map_err(registry_error)?;
+            let existing = load_version(&mut conn, tenant, v.server_key, &v.meta.version)
                 .await?
                 .ok_or_else(|| RegistryStoreError::Other("conflicting version vanished".into()))?;
-            return Ok(if existing.meta.digest == v.digest {
+            return Ok(if existing.meta.digest == v.meta.digest {
                 PublishOutcome::Existing(existing)
             } else {
                 PublishOutcome::Conflict {
@@ -157,65 +120,39 @@ impl RegistryStore for PgStore {
                 }
             });
         }
-        let approved = v.initial == Status::Approved;
-        let reason =
-            approved.then_some("approved on publish: the tenant policy requires no review");
+        let st = &v.meta.status;
         sqlx::query(
             "INSERT INTO version_status (tenant_id, server, version, status, revision, status_changed_at, status_reason, approved_by, approved_at)
-             VALUES ($1, $2, $3, $4, 1, $5, $6, NULL, $7)",
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
         )
         .bind(tenant.as_str())
         .bind(v.server_key)
-        .bind(v.version)
-        .bind(v.initial.as_str())
-        .bind(v.at.millis())
-        .bind(reason)
-        .bind(approved.then_some(v.at.millis()))
+        .bind(&v.meta.version)
+        .bind(st.status.as_str())
+        .bind(st.revision)
+        .bind(st.changed_at.millis())
+        .bind(&st.reason)
+        .bind(&st.approved_by)
+        .bind(st.approved_at.map(|t| t.millis()))
         .execute(&mut *tx)
         .await
-        .map_err(rerr)?;
-        let mut data = v.event_data.clone();
-        data["status"] = serde_json::json!(v.initial.as_str());
-        insert_audit(
-            &mut tx,
-            tenant,
-            &NewAuditEvent {
-                at: v.at,
-                actor: v.published_by.to_owned(),
-                kind: v.event.to_owned(),
-                server: Some(v.server_key.to_owned()),
-                version: Some(v.version.to_owned()),
-                data,
-            },
-        )
-        .await
-        .map_err(aerr)?;
+        .map_err(registry_error)?;
+        insert_audit(&mut tx, tenant, &v.audit)
+            .await
+            .map_err(registry_error_from)?;
         let display: String = sqlx::query_scalar(SELECT_DISPLAY)
             .bind(tenant.as_str())
             .bind(v.server_key)
             .fetch_one(&mut *tx)
             .await
-            .map_err(rerr)?;
+            .map_err(registry_error)?;
         // Built from what was just written: no need to read 64 KiB back.
         let stored = StoredVersion {
             server: display,
             document: v.document.to_owned(),
-            meta: VersionMeta {
-                version: v.version.to_owned(),
-                digest: v.digest.to_owned(),
-                published_by: v.published_by.to_owned(),
-                published_at: v.at,
-                status: StatusRow {
-                    status: v.initial,
-                    revision: 1,
-                    changed_at: v.at,
-                    reason: reason.map(str::to_owned),
-                    approved_by: None,
-                    approved_at: approved.then_some(v.at),
-                },
-            },
+            meta: v.meta.clone(),
         };
-        tx.commit().await.map_err(rerr)?;
+        tx.commit().await.map_err(registry_error)?;
         self.notify(tenant, v.server_key).await;
         Ok(PublishOutcome::Created(stored))
     }
@@ -226,7 +163,7 @@ impl RegistryStore for PgStore {
         server_key: &str,
         version: &str,
     ) -> Result<Option<StoredVersion>, RegistryStoreError> {
-        let mut conn = self.pool.acquire().await.map_err(rerr)?;
+        let mut conn = self.pool.acquire().await.map_err(registry_error)?;
         load_version(&mut conn, tenant, server_key, version).await
     }
 
@@ -235,7 +172,7 @@ impl RegistryStore for PgStore {
         tenant: &TenantId,
         server_key: &str,
     ) -> Result<Vec<VersionMeta>, RegistryStoreError> {
-        let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+        let rows = sqlx::query_as::<_, VersionMetaRow>(sqlx::AssertSqlSafe(format!(
             "SELECT {META_COLUMNS}
              FROM versions v
              JOIN version_status st ON st.tenant_id = v.tenant_id AND st.server = v.server AND st.version = v.version
@@ -245,8 +182,8 @@ impl RegistryStore for PgStore {
         .bind(server_key)
         .fetch_all(&self.pool)
         .await
-        .map_err(rerr)?;
-        rows.iter().map(meta_from_row).collect()
+        .map_err(registry_error)?;
+        rows.into_iter().map(VersionMeta::try_from).collect()
     }
 
     async fn server(
@@ -254,7 +191,7 @@ impl RegistryStore for PgStore {
         tenant: &TenantId,
         server_key: &str,
     ) -> Result<Option<ServerRow>, RegistryStoreError> {
-        let row = sqlx::query(sqlx::AssertSqlSafe(format!(
+        let row = sqlx::query_as::<_, ServerSummaryRow>(sqlx::AssertSqlSafe(format!(
             "SELECT {SERVER_COLUMNS}
              FROM servers s WHERE s.tenant_id = $1 AND s.name = $2"
         )))
@@ -262,8 +199,8 @@ impl RegistryStore for PgStore {
         .bind(server_key)
         .fetch_optional(&self.pool)
         .await
-        .map_err(rerr)?;
-        row.map(|r| server_from_row(&r).map(|(_, s)| s)).transpose()
+        .map_err(registry_error)?;
+        Ok(row.map(|r| <(String, ServerRow)>::from(r).1))
     }
 
     async fn servers(
@@ -272,7 +209,7 @@ impl RegistryStore for PgStore {
         q: &ServerQuery,
     ) -> Result<Vec<(String, ServerRow)>, RegistryStoreError> {
         let pattern = q.q.as_deref().map(like_pattern);
-        let rows = sqlx::query(
+        let rows = sqlx::query_as::<_, ServerSummaryRow>(
             sqlx::AssertSqlSafe(format!("SELECT {SERVER_COLUMNS}
              FROM servers s
              WHERE s.tenant_id = $1 AND s.name > $2
@@ -291,8 +228,8 @@ impl RegistryStore for PgStore {
         .bind(i64::from(q.limit))
         .fetch_all(&self.pool)
         .await
-        .map_err(rerr)?;
-        rows.iter().map(server_from_row).collect()
+        .map_err(registry_error)?;
+        Ok(rows.into_iter().map(Into::into).collect())
     }
 
     async fn change_status(
@@ -300,37 +237,29 @@ impl RegistryStore for PgStore {
         tenant: &TenantId,
         c: &StatusChange<'_>,
     ) -> Result<(), RegistryStoreError> {
-        let mut tx = self.pool.begin().await.map_err(rerr)?;
-        let approve = c.to == Status::Approved;
+        let mut tx = self.pool.begin().await.map_err(registry_error)?;
         let done = sqlx::query(
             "UPDATE version_status
              SET status = $1, revision = revision + 1, status_changed_at = $2, status_reason = $3,
-                 approved_by = CASE WHEN $4 THEN $5 ELSE approved_by END,
-                 approved_at = CASE WHEN $6 THEN $7 ELSE approved_at END
-             WHERE tenant_id = $8 AND server = $9 AND version = $10 AND revision = $11",
+                 approved_by = coalesce($4, approved_by), approved_at = coalesce($5, approved_at)
+             WHERE tenant_id = $6 AND server = $7 AND version = $8 AND revision = $9",
         )
-        .bind(c.to.as_str())
+        .bind(c.status.as_str())
         .bind(c.at.millis())
-        .bind(c.note)
-        .bind(approve)
-        .bind(c.actor)
-        .bind(approve)
-        .bind(c.at.millis())
+        .bind(c.reason)
+        .bind(c.approved_by)
+        .bind(c.approved_by.map(|_| c.at.millis()))
         .bind(tenant.as_str())
         .bind(c.server_key)
         .bind(c.version)
         .bind(c.expected_revision)
         .execute(&mut *tx)
         .await
-        .map_err(rerr)?;
+        .map_err(registry_error)?;
         if done.rows_affected() == 0 {
             return Err(RegistryStoreError::Stale);
         }
-        if let Some(decision) = match c.action {
-            Action::Approve => Some("approve"),
-            Action::Reject => Some("reject"),
-            _ => None,
-        } {
+        if let Some(r) = &c.review {
             sqlx::query(
                 "INSERT INTO version_reviews (tenant_id, server, version, decision, note, reviewer, at)
                  VALUES ($1, $2, $3, $4, $5, $6, $7)",
@@ -338,29 +267,18 @@ impl RegistryStore for PgStore {
             .bind(tenant.as_str())
             .bind(c.server_key)
             .bind(c.version)
-            .bind(decision)
-            .bind(c.note)
-            .bind(c.actor)
-            .bind(c.at.millis())
+            .bind(&r.decision)
+            .bind(&r.note)
+            .bind(&r.reviewer)
+            .bind(r.at.millis())
             .execute(&mut *tx)
             .await
-            .map_err(rerr)?;
+            .map_err(registry_error)?;
         }
-        insert_audit(
-            &mut tx,
-            tenant,
-            &NewAuditEvent {
-                at: c.at,
-                actor: c.actor.to_owned(),
-                kind: c.action.event_kind().to_owned(),
-                server: Some(c.server_key.to_owned()),
-                version: Some(c.version.to_owned()),
-                data: serde_json::json!({"from": c.from.as_str(), "to": c.to.as_str(), "note": c.note}),
-            },
-        )
-        .await
-        .map_err(aerr)?;
-        tx.commit().await.map_err(rerr)?;
+        insert_audit(&mut tx, tenant, &c.audit)
+            .await
+            .map_err(registry_error_from)?;
+        tx.commit().await.map_err(registry_error)?;
         self.notify(tenant, c.server_key).await;
         Ok(())
     }
@@ -371,7 +289,7 @@ impl RegistryStore for PgStore {
         server_key: &str,
         version: &str,
     ) -> Result<Vec<Review>, RegistryStoreError> {
-        let rows = sqlx::query(
+        let rows = sqlx::query_as::<_, ReviewRow>(
             "SELECT decision, note, reviewer, at FROM version_reviews
              WHERE tenant_id = $1 AND server = $2 AND version = $3 ORDER BY id",
         )
@@ -380,26 +298,17 @@ impl RegistryStore for PgStore {
         .bind(version)
         .fetch_all(&self.pool)
         .await
-        .map_err(rerr)?;
-        rows.iter()
-            .map(|r| {
-                Ok(Review {
-                    decision: r.try_get("decision").map_err(rerr)?,
-                    note: r.try_get("note").map_err(rerr)?,
-                    reviewer: r.try_get("reviewer").map_err(rerr)?,
-                    at: Timestamp::from_millis(r.try_get("at").map_err(rerr)?),
-                })
-            })
-            .collect()
+        .map_err(registry_error)?;
+        Ok(rows.into_iter().map(Review::from).collect())
     }
 
     async fn tenant_key(&self, tenant: &TenantId) -> Result<Option<StoredKey>, RegistryStoreError> {
-        let row = sqlx::query("SELECT kid, public_key, private_sealed, created_at FROM tenant_keys WHERE tenant_id = $1")
+        let row = sqlx::query_as::<_, KeyRow>("SELECT kid, public_key, private_sealed, created_at FROM tenant_keys WHERE tenant_id = $1")
             .bind(tenant.as_str())
             .fetch_optional(&self.pool)
             .await
-            .map_err(rerr)?;
-        row.map(|r| key_from_row(&r)).transpose()
+            .map_err(registry_error)?;
+        Ok(row.map(StoredKey::from))
     }
 
     async fn insert_tenant_key(
@@ -407,15 +316,8 @@ impl RegistryStore for PgStore {
         tenant: &TenantId,
         key: &StoredKey,
     ) -> Result<StoredKey, RegistryStoreError> {
-        let mut tx = self.pool.begin().await.map_err(rerr)?;
-        let exists: Option<i64> = sqlx::query_scalar("SELECT 1::bigint FROM tenants WHERE id = $1")
-            .bind(tenant.as_str())
-            .fetch_optional(&mut *tx)
-            .await
-            .map_err(rerr)?;
-        if exists.is_none() {
-            return Err(RegistryStoreError::TenantNotFound);
-        }
+        let mut tx = self.pool.begin().await.map_err(registry_error)?;
+        require_tenant(&mut tx, tenant).await?;
         sqlx::query(
             "INSERT INTO tenant_keys (tenant_id, kid, public_key, private_sealed, created_at)
              VALUES ($1, $2, $3, $4, $5) ON CONFLICT (tenant_id) DO NOTHING",
@@ -427,14 +329,14 @@ impl RegistryStore for PgStore {
         .bind(key.created_at.millis())
         .execute(&mut *tx)
         .await
-        .map_err(rerr)?;
-        let row = sqlx::query("SELECT kid, public_key, private_sealed, created_at FROM tenant_keys WHERE tenant_id = $1")
+        .map_err(registry_error)?;
+        let row = sqlx::query_as::<_, KeyRow>("SELECT kid, public_key, private_sealed, created_at FROM tenant_keys WHERE tenant_id = $1")
             .bind(tenant.as_str())
             .fetch_one(&mut *tx)
             .await
-            .map_err(rerr)?;
-        tx.commit().await.map_err(rerr)?;
-        key_from_row(&row)
+            .map_err(registry_error)?;
+        tx.commit().await.map_err(registry_error)?;
+        Ok(row.into())
     }
 }
 
@@ -459,32 +361,4 @@ impl PgStore {
             tracing::warn!(error = %e, "registry change notification failed; other replicas catch up by TTL");
         }
     }
-}
-
-fn server_from_row(r: &PgRow) -> Result<(String, ServerRow), RegistryStoreError> {
-    let created_at: i64 = r.try_get("created_at").map_err(rerr)?;
-    Ok((
-        r.try_get("name").map_err(rerr)?,
-        ServerRow {
-            name: r.try_get("display_name").map_err(rerr)?,
-            title: r.try_get("title").map_err(rerr)?,
-            description: r.try_get("description").map_err(rerr)?,
-            created_at: Timestamp::from_millis(created_at),
-            updated_at: Timestamp::from_millis(
-                r.try_get::<Option<i64>, _>("updated_at")
-                    .map_err(rerr)?
-                    .unwrap_or(created_at),
-            ),
-            version_count: r.try_get("version_count").map_err(rerr)?,
-        },
-    ))
-}
-
-fn key_from_row(r: &PgRow) -> Result<StoredKey, RegistryStoreError> {
-    Ok(StoredKey {
-        kid: r.try_get("kid").map_err(rerr)?,
-        public_key: r.try_get("public_key").map_err(rerr)?,
-        private_sealed: r.try_get("private_sealed").map_err(rerr)?,
-        created_at: Timestamp::from_millis(r.try_get("created_at").map_err(rerr)?),
-    })
 }

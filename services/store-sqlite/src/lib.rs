@@ -11,15 +11,15 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use serde_json::Value;
 use signet_core::ids::{TenantId, Timestamp};
+use signet_store_rows::{AuditRow, PolicyRow, TenantRow};
 use signet_tenancy::model::{
-    AuditEvent, AuditFilter, EnforcementMode, NewAuditEvent, Policy, PolicyOverrides, PolicyRecord,
-    TenantRecord,
+    AuditEvent, AuditFilter, NewAuditEvent, Policy, PolicyRecord, TenantRecord,
+    policy_updated_event, tenant_created_event,
 };
 use signet_tenancy::{StoreError, TenantStore};
+use sqlx::SqlitePool;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
-use sqlx::{Row, SqlitePool};
 
 mod registry;
 mod resolve;
@@ -33,17 +33,7 @@ pub struct SqliteStore {
     pool: SqlitePool,
 }
 
-pub(crate) fn err(e: sqlx::Error) -> StoreError {
-    match &e {
-        sqlx::Error::Database(db) if db.is_unique_violation() => {
-            StoreError::Conflict(db.message().to_owned())
-        }
-        sqlx::Error::PoolTimedOut | sqlx::Error::Io(_) | sqlx::Error::PoolClosed => {
-            StoreError::Unavailable(e.to_string())
-        }
-        _ => StoreError::Other(e.to_string()),
-    }
-}
+pub(crate) use signet_store_rows::store_error as err;
 
 impl SqliteStore {
     /// Opens (creating if needed) the database at `url` (`sqlite://path` or
@@ -110,6 +100,15 @@ impl SqliteStore {
             .collect())
     }
 
+    /// A write transaction: `BEGIN IMMEDIATE` takes the write lock at once,
+    /// so concurrent writers queue on the busy timeout instead of failing
+    /// when a read lock cannot be upgraded.
+    pub(crate) async fn write_tx(
+        &self,
+    ) -> Result<sqlx::Transaction<'static, sqlx::Sqlite>, sqlx::Error> {
+        self.pool.begin_with("BEGIN IMMEDIATE").await
+    }
+
     /// Closes the pool, waiting for connections to be returned.
     pub async fn close(&self) {
         self.pool.close().await;
@@ -138,24 +137,6 @@ pub(crate) async fn insert_audit(
     Ok(id)
 }
 
-fn policy_from_row(row: &sqlx::sqlite::SqliteRow) -> Result<PolicyRecord, StoreError> {
-    let mode: String = row.try_get("enforcement_mode").map_err(err)?;
-    let overrides: String = row.try_get("overrides").map_err(err)?;
-    let overrides: PolicyOverrides = serde_json::from_str(&overrides)
-        .map_err(|e| StoreError::Other(format!("stored overrides: {e}")))?;
-    Ok(PolicyRecord {
-        policy: Policy {
-            enforcement_mode: EnforcementMode::parse(&mode)
-                .ok_or_else(|| StoreError::Other(format!("stored mode {mode}")))?,
-            approval_required: row.try_get::<i64, _>("approval_required").map_err(err)? != 0,
-            overrides,
-        },
-        revision: row.try_get("revision").map_err(err)?,
-        updated_at: Timestamp::from_millis(row.try_get("updated_at").map_err(err)?),
-        updated_by: row.try_get("updated_by").map_err(err)?,
-    })
-}
-
 fn overrides_json(p: &Policy) -> Result<String, StoreError> {
     serde_json::to_string(&p.overrides).map_err(|e| StoreError::Other(e.to_string()))
 }
@@ -170,7 +151,7 @@ impl TenantStore for SqliteStore {
         actor: &str,
         at: Timestamp,
     ) -> Result<TenantRecord, StoreError> {
-        let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await.map_err(err)?;
+        let mut tx = self.write_tx().await.map_err(err)?;
         sqlx::query("INSERT INTO tenants (id, name, created_at, created_by) VALUES (?, ?, ?, ?)")
             .bind(tenant.as_str())
             .bind(name)
@@ -196,14 +177,7 @@ impl TenantStore for SqliteStore {
         insert_audit(
             &mut tx,
             tenant,
-            &NewAuditEvent {
-                at,
-                actor: actor.to_owned(),
-                kind: "tenant.created".into(),
-                server: None,
-                version: None,
-                data: serde_json::json!({ "name": name, "policy": policy }),
-            },
+            &tenant_created_event(name, policy, actor, at),
         )
         .await?;
         tx.commit().await.map_err(err)?;
@@ -216,24 +190,18 @@ impl TenantStore for SqliteStore {
     }
 
     async fn tenant(&self, tenant: &TenantId) -> Result<Option<TenantRecord>, StoreError> {
-        let row = sqlx::query("SELECT name, created_at, created_by FROM tenants WHERE id = ?")
-            .bind(tenant.as_str())
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(err)?;
-        row.map(|r| {
-            Ok(TenantRecord {
-                id: tenant.clone(),
-                name: r.try_get("name").map_err(err)?,
-                created_at: Timestamp::from_millis(r.try_get("created_at").map_err(err)?),
-                created_by: r.try_get("created_by").map_err(err)?,
-            })
-        })
-        .transpose()
+        let row = sqlx::query_as::<_, TenantRow>(
+            "SELECT id, name, created_at, created_by FROM tenants WHERE id = ?",
+        )
+        .bind(tenant.as_str())
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(err)?;
+        row.map(TenantRecord::try_from).transpose()
     }
 
     async fn policy(&self, tenant: &TenantId) -> Result<Option<PolicyRecord>, StoreError> {
-        let row = sqlx::query(
+        let row = sqlx::query_as::<_, PolicyRow>(
             "SELECT enforcement_mode, approval_required, overrides, revision, updated_at, updated_by
              FROM tenant_policies WHERE tenant_id = ?",
         )
@@ -241,7 +209,7 @@ impl TenantStore for SqliteStore {
         .fetch_optional(&self.pool)
         .await
         .map_err(err)?;
-        row.as_ref().map(policy_from_row).transpose()
+        row.map(PolicyRecord::try_from).transpose()
     }
 
     async fn put_policy(
@@ -252,7 +220,7 @@ impl TenantStore for SqliteStore {
         actor: &str,
         at: Timestamp,
     ) -> Result<PolicyRecord, StoreError> {
-        let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await.map_err(err)?;
+        let mut tx = self.write_tx().await.map_err(err)?;
         let current: Option<i64> =
             sqlx::query_scalar("SELECT revision FROM tenant_policies WHERE tenant_id = ?")
                 .bind(tenant.as_str())
@@ -265,7 +233,7 @@ impl TenantStore for SqliteStore {
         if expected_revision.is_some_and(|e| e != current) {
             return Err(StoreError::PreconditionFailed { current });
         }
-        let row = sqlx::query(
+        let row = sqlx::query_as::<_, PolicyRow>(
             "UPDATE tenant_policies
              SET enforcement_mode = ?, approval_required = ?, overrides = ?,
                  revision = revision + 1, updated_at = ?, updated_by = ?
@@ -281,18 +249,11 @@ impl TenantStore for SqliteStore {
         .fetch_one(&mut *tx)
         .await
         .map_err(err)?;
-        let rec = policy_from_row(&row)?;
+        let rec = PolicyRecord::try_from(row)?;
         insert_audit(
             &mut tx,
             tenant,
-            &NewAuditEvent {
-                at,
-                actor: actor.to_owned(),
-                kind: "policy.updated".into(),
-                server: None,
-                version: None,
-                data: serde_json::json!({ "revision": rec.revision, "policy": policy }),
-            },
+            &policy_updated_event(rec.revision, policy, actor, at),
         )
         .await?;
         tx.commit().await.map_err(err)?;
@@ -304,7 +265,7 @@ impl TenantStore for SqliteStore {
         tenant: &TenantId,
         event: &NewAuditEvent,
     ) -> Result<i64, StoreError> {
-        let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await.map_err(err)?;
+        let mut tx = self.write_tx().await.map_err(err)?;
         let id = insert_audit(&mut tx, tenant, event).await?;
         tx.commit().await.map_err(err)?;
         Ok(id)
@@ -317,7 +278,7 @@ impl TenantStore for SqliteStore {
         after: Option<i64>,
         limit: u32,
     ) -> Result<Vec<AuditEvent>, StoreError> {
-        let rows = sqlx::query(
+        let rows = sqlx::query_as::<_, AuditRow>(
             "SELECT id, at, actor, kind, server, version, data FROM audit_events
              WHERE tenant_id = ? AND id > ?
                AND (? IS NULL OR server = ?) AND (? IS NULL OR kind = ?)
@@ -333,21 +294,7 @@ impl TenantStore for SqliteStore {
         .fetch_all(&self.pool)
         .await
         .map_err(err)?;
-        rows.iter()
-            .map(|r| {
-                let data: String = r.try_get("data").map_err(err)?;
-                Ok(AuditEvent {
-                    id: r.try_get("id").map_err(err)?,
-                    at: Timestamp::from_millis(r.try_get("at").map_err(err)?),
-                    actor: r.try_get("actor").map_err(err)?,
-                    kind: r.try_get("kind").map_err(err)?,
-                    server: r.try_get("server").map_err(err)?,
-                    version: r.try_get("version").map_err(err)?,
-                    data: serde_json::from_str::<Value>(&data)
-                        .map_err(|e| StoreError::Other(format!("stored audit data: {e}")))?,
-                })
-            })
-            .collect()
+        rows.into_iter().map(AuditEvent::try_from).collect()
     }
 
     async fn ping(&self) -> Result<(), StoreError> {

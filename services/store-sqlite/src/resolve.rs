@@ -2,66 +2,13 @@
 
 use async_trait::async_trait;
 use signet_core::ids::{TenantId, Timestamp};
-use signet_resolve::{AuditNote, CachePolicy, SessionRow, SessionStore, SessionStoreError};
-use signet_tenancy::StoreError;
-use signet_tenancy::model::NewAuditEvent;
-use sqlx::Row;
-use sqlx::sqlite::SqliteRow;
+use signet_resolve::{AuditNote, SessionRow, SessionStore, SessionStoreError};
+use signet_store_rows::{SessionDbRow, session_error as serr, session_error_from as aerr};
 
-use crate::{SqliteStore, err, insert_audit};
-
-fn serr(e: sqlx::Error) -> SessionStoreError {
-    if let sqlx::Error::Database(db) = &e
-        && db.is_foreign_key_violation()
-    {
-        return SessionStoreError::VersionNotFound;
-    }
-    aerr(err(e))
-}
-
-fn aerr(e: StoreError) -> SessionStoreError {
-    match e {
-        StoreError::Unavailable(m) => SessionStoreError::Unavailable(m),
-        StoreError::Conflict(_) => SessionStoreError::Conflict,
-        other => SessionStoreError::Other(other.to_string()),
-    }
-}
+use crate::{SqliteStore, insert_audit};
 
 const COLUMNS: &str = "id, principal, issuer, server, version, digest, mode, cache_policy, \
      upstream_url, upstream_sealed, created_at, expires_at";
-
-fn session_from_row(r: &SqliteRow) -> Result<SessionRow, SessionStoreError> {
-    let mode: String = r.try_get("mode").map_err(serr)?;
-    let cache: String = r.try_get("cache_policy").map_err(serr)?;
-    Ok(SessionRow {
-        id: r.try_get("id").map_err(serr)?,
-        principal: r.try_get("principal").map_err(serr)?,
-        issuer: r.try_get("issuer").map_err(serr)?,
-        server: r.try_get("server").map_err(serr)?,
-        version: r.try_get("version").map_err(serr)?,
-        digest: r.try_get("digest").map_err(serr)?,
-        mode: mode
-            .parse()
-            .map_err(|_| SessionStoreError::Other(format!("stored mode {mode}")))?,
-        cache_policy: CachePolicy::parse(&cache)
-            .ok_or_else(|| SessionStoreError::Other(format!("stored cache policy {cache}")))?,
-        upstream_url: r.try_get("upstream_url").map_err(serr)?,
-        upstream_sealed: r.try_get("upstream_sealed").map_err(serr)?,
-        created_at: Timestamp::from_millis(r.try_get("created_at").map_err(serr)?),
-        expires_at: Timestamp::from_millis(r.try_get("expires_at").map_err(serr)?),
-    })
-}
-
-fn audit_event(a: &AuditNote) -> NewAuditEvent {
-    NewAuditEvent {
-        at: a.at,
-        actor: a.actor.clone(),
-        kind: a.kind.to_owned(),
-        server: a.server.clone(),
-        version: a.version.clone(),
-        data: a.data.clone(),
-    }
-}
 
 #[async_trait]
 impl SessionStore for SqliteStore {
@@ -96,9 +43,7 @@ impl SessionStore for SqliteStore {
         .execute(&mut *tx)
         .await
         .map_err(serr)?;
-        insert_audit(&mut tx, tenant, &audit_event(audit))
-            .await
-            .map_err(aerr)?;
+        insert_audit(&mut tx, tenant, audit).await.map_err(aerr)?;
         tx.commit().await.map_err(serr)
     }
 
@@ -107,7 +52,7 @@ impl SessionStore for SqliteStore {
         tenant: &TenantId,
         id: &str,
     ) -> Result<Option<SessionRow>, SessionStoreError> {
-        sqlx::query(sqlx::AssertSqlSafe(format!(
+        sqlx::query_as::<_, SessionDbRow>(sqlx::AssertSqlSafe(format!(
             "SELECT {COLUMNS} FROM resolve_sessions WHERE tenant_id = ? AND id = ?"
         )))
         .bind(tenant.as_str())
@@ -115,8 +60,7 @@ impl SessionStore for SqliteStore {
         .fetch_optional(&self.pool)
         .await
         .map_err(serr)?
-        .as_ref()
-        .map(session_from_row)
+        .map(SessionRow::try_from)
         .transpose()
     }
 
@@ -141,9 +85,7 @@ impl SessionStore for SqliteStore {
         if gone == 0 {
             return Ok(false);
         }
-        insert_audit(&mut tx, tenant, &audit_event(audit))
-            .await
-            .map_err(aerr)?;
+        insert_audit(&mut tx, tenant, audit).await.map_err(aerr)?;
         tx.commit().await.map_err(serr)?;
         Ok(true)
     }
@@ -154,7 +96,7 @@ impl SessionStore for SqliteStore {
         after: Option<&str>,
         limit: u32,
     ) -> Result<Vec<SessionRow>, SessionStoreError> {
-        sqlx::query(sqlx::AssertSqlSafe(format!(
+        sqlx::query_as::<_, SessionDbRow>(sqlx::AssertSqlSafe(format!(
             "SELECT {COLUMNS} FROM resolve_sessions
              WHERE tenant_id = ? AND id > ? ORDER BY id LIMIT ?"
         )))
@@ -164,8 +106,8 @@ impl SessionStore for SqliteStore {
         .fetch_all(&self.pool)
         .await
         .map_err(serr)?
-        .iter()
-        .map(session_from_row)
+        .into_iter()
+        .map(SessionRow::try_from)
         .collect()
     }
 
@@ -175,9 +117,7 @@ impl SessionStore for SqliteStore {
             .begin_with("BEGIN IMMEDIATE")
             .await
             .map_err(serr)?;
-        insert_audit(&mut tx, tenant, &audit_event(audit))
-            .await
-            .map_err(aerr)?;
+        insert_audit(&mut tx, tenant, audit).await.map_err(aerr)?;
         tx.commit().await.map_err(serr)
     }
 

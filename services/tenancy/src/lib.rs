@@ -9,6 +9,6 @@ pub mod model;
 pub mod routes;
 pub mod store;
 
-pub use model::{AuditEvent, AuditFilter, EnforcementMode, Policy, PolicyRecord, TenantRecord};
+pub use model::{AuditEvent, AuditFilter, Mode, Policy, PolicyRecord, TenantRecord};
 pub use routes::{NoHooks, TenancyState, TenantHooks, router};
 pub use store::{StoreError, TenantStore};

@@ -1,44 +1,40 @@
 //! Tenant, policy and audit types.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use signet_core::ids::{TenantId, Timestamp};
-use utoipa::ToSchema;
+use utoipa::openapi::RefOr;
+use utoipa::openapi::schema::{ObjectBuilder, Schema, Type};
+use utoipa::{PartialSchema, ToSchema};
 
-/// How a tenant treats a runtime observation outside a signature
-/// (SEP-2091 "Behavioral Requirements": clients choose how strictly to
-/// enforce).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum EnforcementMode {
-    /// A violation is an error: the observation is refused.
-    Strict,
-    /// Served, flagged and logged.
-    Permissive,
-    /// Informational only.
-    Advisory,
+/// How a tenant treats a runtime observation outside a signature: the
+/// core [`Mode`], spelled `strict`, `permissive` or `advisory` on the wire.
+pub use signet_core::Mode;
+
+/// The OpenAPI schema of [`Mode`], named `EnforcementMode` in the document
+/// (the core type knows nothing of OpenAPI).
+pub struct EnforcementModeSchema;
+
+impl PartialSchema for EnforcementModeSchema {
+    fn schema() -> RefOr<Schema> {
+        ObjectBuilder::new()
+            .schema_type(Type::String)
+            .description(Some(
+                "How a tenant treats a runtime observation outside a signature\n\
+                 (SEP-2091 \"Behavioral Requirements\": clients choose how strictly to\n\
+                 enforce).",
+            ))
+            .enum_values(Some(Mode::ALL.map(Mode::as_str)))
+            .into()
+    }
 }
 
-impl EnforcementMode {
-    /// The wire spelling.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Strict => "strict",
-            Self::Permissive => "permissive",
-            Self::Advisory => "advisory",
-        }
-    }
-
-    /// Parses the wire spelling.
-    pub fn parse(s: &str) -> Option<Self> {
-        match s {
-            "strict" => Some(Self::Strict),
-            "permissive" => Some(Self::Permissive),
-            "advisory" => Some(Self::Advisory),
-            _ => None,
-        }
+impl ToSchema for EnforcementModeSchema {
+    fn name() -> Cow<'static, str> {
+        Cow::Borrowed("EnforcementMode")
     }
 }
 
@@ -60,7 +56,8 @@ pub enum ResolveCache {
 pub struct ServerOverride {
     /// Enforcement mode for this server, overriding the tenant's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub enforcement_mode: Option<EnforcementMode>,
+    #[schema(value_type = Option<EnforcementModeSchema>)]
+    pub enforcement_mode: Option<Mode>,
     /// Resolve-cache policy for this server's sessions (default `session`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resolve_cache: Option<ResolveCache>,
@@ -85,7 +82,8 @@ pub struct PolicyOverrides {
 #[serde(deny_unknown_fields)]
 pub struct Policy {
     /// Tenant-wide enforcement mode.
-    pub enforcement_mode: EnforcementMode,
+    #[schema(value_type = EnforcementModeSchema)]
+    pub enforcement_mode: Mode,
     /// Whether published versions wait for a reviewer's approval.
     pub approval_required: bool,
     /// Per-server overrides.
@@ -93,11 +91,36 @@ pub struct Policy {
     pub overrides: PolicyOverrides,
 }
 
+impl Policy {
+    /// The enforcement mode for `server`: its override if the policy has one
+    /// (server names compare ASCII-case-insensitively, as their canonical
+    /// form does), else the tenant-wide mode.
+    pub fn mode_for(&self, server: &str) -> Mode {
+        self.overrides
+            .servers
+            .iter()
+            .find(|(name, _)| name.eq_ignore_ascii_case(server))
+            .and_then(|(_, o)| o.enforcement_mode)
+            .unwrap_or(self.enforcement_mode)
+    }
+
+    /// The resolve-cache policy for `server` (any spelling): its override,
+    /// else `session`.
+    pub fn resolve_cache_for(&self, server: &str) -> ResolveCache {
+        self.overrides
+            .servers
+            .iter()
+            .find(|(name, _)| name.eq_ignore_ascii_case(server))
+            .and_then(|(_, o)| o.resolve_cache)
+            .unwrap_or(ResolveCache::Session)
+    }
+}
+
 impl Default for Policy {
     /// New tenants: `permissive`, approval required.
     fn default() -> Self {
         Self {
-            enforcement_mode: EnforcementMode::Permissive,
+            enforcement_mode: Mode::Permissive,
             approval_required: true,
             overrides: PolicyOverrides::default(),
         }
@@ -157,21 +180,31 @@ pub struct AuditEvent {
     pub data: Value,
 }
 
-/// An audit event about to be appended.
-#[derive(Debug, Clone, PartialEq)]
-pub struct NewAuditEvent {
-    /// When.
-    pub at: Timestamp,
-    /// Who.
-    pub actor: String,
-    /// What.
-    pub kind: String,
-    /// Server concerned.
-    pub server: Option<String>,
-    /// Version concerned.
-    pub version: Option<String>,
-    /// Details.
-    pub data: Value,
+/// An audit event about to be appended (shared with the services that
+/// append events with their own changes).
+pub use signet_core::audit::NewAuditEvent;
+
+/// The `tenant.created` event, appended with the tenant.
+pub fn tenant_created_event(
+    name: &str,
+    policy: &Policy,
+    actor: &str,
+    at: Timestamp,
+) -> NewAuditEvent {
+    let data = serde_json::json!({ "name": name, "policy": policy });
+    NewAuditEvent::new("tenant.created", actor, at, data)
+}
+
+/// The `policy.updated` event, appended with the change that brought the
+/// policy to `revision`.
+pub fn policy_updated_event(
+    revision: i64,
+    policy: &Policy,
+    actor: &str,
+    at: Timestamp,
+) -> NewAuditEvent {
+    let data = serde_json::json!({ "revision": revision, "policy": policy });
+    NewAuditEvent::new("policy.updated", actor, at, data)
 }
 
 /// Filters for listing audit events.
@@ -181,4 +214,101 @@ pub struct AuditFilter {
     pub server: Option<String>,
     /// Only events of this kind.
     pub kind: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn policy(default: Mode, overrides: &[(&str, Option<Mode>)]) -> Policy {
+        Policy {
+            enforcement_mode: default,
+            approval_required: true,
+            overrides: PolicyOverrides {
+                servers: overrides
+                    .iter()
+                    .map(|(name, mode)| {
+                        (
+                            (*name).to_owned(),
+                            ServerOverride {
+                                enforcement_mode: *mode,
+                                resolve_cache: None,
+                                tools: BTreeMap::new(),
+                            },
+                        )
+                    })
+                    .collect(),
+            },
+        }
+    }
+
+    #[test]
+    fn the_resolve_cache_policy_is_per_server_and_defaults_to_session() {
+        let mut p = policy(Mode::Strict, &[("io.github.acme/Files", None)]);
+        assert_eq!(
+            p.resolve_cache_for("io.github.acme/files"),
+            ResolveCache::Session
+        );
+        p.overrides
+            .servers
+            .get_mut("io.github.acme/Files")
+            .unwrap()
+            .resolve_cache = Some(ResolveCache::None);
+        assert_eq!(
+            p.resolve_cache_for("io.github.acme/files"),
+            ResolveCache::None
+        );
+        assert_eq!(
+            p.resolve_cache_for("io.github.acme/other"),
+            ResolveCache::Session
+        );
+        let wire: Policy = serde_json::from_value(serde_json::json!({
+            "enforcement_mode": "strict", "approval_required": true,
+            "overrides": {"servers": {"a.b/c": {"resolve_cache": "none"}}}
+        }))
+        .unwrap();
+        assert_eq!(wire.resolve_cache_for("a.b/c"), ResolveCache::None);
+        assert!(
+            serde_json::from_value::<Policy>(serde_json::json!({
+                "enforcement_mode": "strict", "approval_required": true,
+                "overrides": {"servers": {"a.b/c": {"resolve_cache": "forever"}}}
+            }))
+            .is_err()
+        );
+    }
+
+    #[test]
+    fn a_server_override_wins_over_the_tenant_mode() {
+        let p = policy(Mode::Permissive, &[("io.acme/files", Some(Mode::Strict))]);
+        assert_eq!(p.mode_for("io.acme/files"), Mode::Strict);
+        assert_eq!(p.mode_for("io.acme/other"), Mode::Permissive);
+    }
+
+    #[test]
+    fn server_names_match_without_regard_to_ascii_case() {
+        let p = policy(Mode::Advisory, &[("IO.Acme/Files", Some(Mode::Strict))]);
+        assert_eq!(p.mode_for("io.acme/files"), Mode::Strict);
+        assert_eq!(p.mode_for("io.acme/FILES"), Mode::Strict);
+    }
+
+    #[test]
+    fn an_override_without_a_mode_keeps_the_tenant_mode() {
+        let p = policy(Mode::Advisory, &[("io.acme/files", None)]);
+        assert_eq!(p.mode_for("io.acme/files"), Mode::Advisory);
+        assert_eq!(Policy::default().mode_for("anything"), Mode::Permissive);
+    }
+
+    #[test]
+    fn the_wire_spelling_is_unchanged() {
+        let p = policy(Mode::Strict, &[("a/b", Some(Mode::Advisory))]);
+        let json = serde_json::to_value(&p).unwrap();
+        assert_eq!(json["enforcement_mode"], "strict");
+        assert_eq!(
+            json["overrides"]["servers"]["a/b"]["enforcement_mode"],
+            "advisory"
+        );
+        let back: Policy = serde_json::from_value(json).unwrap();
+        assert_eq!(back, p);
+        assert!(serde_json::from_str::<Mode>("\"STRICT\"").is_err());
+    }
 }

@@ -572,12 +572,45 @@ async fn auto_approval_when_the_policy_says_so() {
     )
     .await;
     assert_eq!(r.status, 201);
-    assert_eq!(r.json()["status"], "approved");
+    let rec = r.json();
+    assert_eq!(rec["status"], "approved");
+    assert_eq!(
+        rec["status_reason"],
+        "approved on publish: the tenant policy requires no review"
+    );
+    assert_eq!(rec["approved_at"], rec["published_at"]);
+    assert!(
+        rec.get("approved_by").is_none(),
+        "nobody reviewed it: {rec}"
+    );
+    assert_eq!(
+        app.get(&vpath(&app, SERVER, "1.0.0"), &app.admin())
+            .await
+            .json(),
+        rec,
+        "what publish answers is what was stored"
+    );
     assert_eq!(
         app.get(&vpath(&app, SERVER, "latest"), &app.admin())
             .await
             .json()["version"],
         "1.0.0"
+    );
+    let audit = app
+        .get(
+            &format!("/v1/tenants/{}/audit?kind=version.published", app.tenant),
+            &app.admin(),
+        )
+        .await
+        .json();
+    assert_eq!(
+        audit["items"][0]["data"],
+        json!({
+            "digest": rec["digest"],
+            "tools": 1,
+            "approval_required": false,
+            "status": "approved",
+        })
     );
 }
 
@@ -1184,6 +1217,34 @@ async fn the_audit_log_tells_the_whole_story_in_order() {
     }
     assert_eq!(audit["items"][4]["data"]["from"], "approved");
     assert_eq!(audit["items"][4]["data"]["note"], "gone");
+    let published = &audit["items"][0]["data"];
+    assert_eq!(published["status"], "pending");
+    assert_eq!(published["approval_required"], true);
+    assert_eq!(published["tools"], 1);
+    assert!(published["digest"].as_str().unwrap().starts_with("sha256:"));
+    assert_eq!(
+        audit["items"][2]["data"],
+        json!({"from": "pending", "to": "approved", "note": "looks right"})
+    );
+    assert_eq!(
+        audit["items"][3]["data"],
+        json!({"from": "pending", "to": "rejected", "note": "no"})
+    );
+    assert_eq!(
+        audit["items"][4]["data"],
+        json!({"from": "approved", "to": "revoked", "note": "gone"})
+    );
+    // Revoking keeps who approved it; the reason replaces the review note.
+    let rec = app
+        .get(&vpath(&app, SERVER, "1.0.0"), &app.admin())
+        .await
+        .json();
+    assert_eq!(rec["status"], "revoked");
+    assert_eq!(rec["status_reason"], "gone");
+    assert_eq!(rec["approved_by"], "rick-reviewer");
+    assert_eq!(rec["reviews"][0]["decision"], "approve");
+    assert_eq!(rec["reviews"][0]["note"], "looks right");
+    assert_eq!(rec["reviews"].as_array().unwrap().len(), 1);
     let ids: Vec<i64> = audit["items"]
         .as_array()
         .unwrap()

@@ -381,7 +381,7 @@ async fn expired_sessions_answer_410() {
     let note = AuditNote {
         at: Timestamp::from_millis(1_000),
         actor: "carl-client".into(),
-        kind: "session.opened",
+        kind: "session.opened".into(),
         server: None,
         version: None,
         data: json!({}),

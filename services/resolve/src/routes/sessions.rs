@@ -414,7 +414,7 @@ pub async fn open_session(
     let audit = AuditNote {
         at: created_at,
         actor: row.principal.clone(),
-        kind: "session.opened",
+        kind: "session.opened".into(),
         server: Some(row.server.clone()),
         version: Some(row.version.clone()),
         data: json!({
@@ -510,7 +510,7 @@ pub async fn close_session(
     let audit = AuditNote {
         at: now(),
         actor: scope.actor().to_owned(),
-        kind: "session.closed",
+        kind: "session.closed".into(),
         server: Some(row.server.clone()),
         version: Some(row.version.clone()),
         data: json!({"session": row.id}),

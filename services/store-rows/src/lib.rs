@@ -1,0 +1,150 @@
+//! signet-store-rows: what the two store crates share, so that a column is
+//! mapped once.
+//!
+//! One `#[derive(sqlx::FromRow)]` struct per result shape, generic over the
+//! database (SQLite and PostgreSQL decode the same Rust types: `BIGINT` or
+//! `INTEGER` milliseconds, `TEXT`, booleans, and JSON read as text), and one
+//! conversion from each into the domain type of the service that owns it.
+//! Also the mapping of driver errors into the services' store errors.
+//!
+//! No SQL here: the queries, and the column names they select, live in
+//! `store-sqlite` and `store-postgres`; a query selects the columns a row
+//! struct names.
+
+mod registry;
+mod resolve;
+mod tenancy;
+
+pub use registry::{KeyRow, ReviewRow, ServerSummaryRow, VersionMetaRow, VersionRow};
+pub use resolve::{SessionDbRow, session_error, session_error_from};
+pub use tenancy::{AuditRow, PolicyRow, TenantRow};
+
+use signet_registry::RegistryStoreError;
+use signet_tenancy::StoreError;
+
+/// A driver error in tenancy terms: a unique violation is a `Conflict`, a
+/// pool or IO failure makes the database `Unavailable`, anything else is
+/// `Other`.
+pub fn store_error(e: sqlx::Error) -> StoreError {
+    match &e {
+        sqlx::Error::Database(db) if db.is_unique_violation() => {
+            StoreError::Conflict(db.message().to_owned())
+        }
+        sqlx::Error::PoolTimedOut | sqlx::Error::Io(_) | sqlx::Error::PoolClosed => {
+            StoreError::Unavailable(e.to_string())
+        }
+        _ => StoreError::Other(e.to_string()),
+    }
+}
+
+/// A tenancy store error in registry terms (an audit append inside a
+/// registry write).
+pub fn registry_error_from(e: StoreError) -> RegistryStoreError {
+    match e {
+        StoreError::Unavailable(m) => RegistryStoreError::Unavailable(m),
+        other => RegistryStoreError::Other(other.to_string()),
+    }
+}
+
+/// A driver error in registry terms.
+pub fn registry_error(e: sqlx::Error) -> RegistryStoreError {
+    registry_error_from(store_error(e))
+}
+
+#[cfg(test)]
+mod tests {
+    use signet_registry::model::{ServerRow, Status, VersionMeta};
+    use signet_tenancy::model::{Mode, PolicyRecord};
+
+    use super::*;
+
+    fn policy_row(mode: &str, overrides: &str) -> PolicyRow {
+        PolicyRow {
+            enforcement_mode: mode.into(),
+            approval_required: false,
+            overrides: overrides.into(),
+            revision: 4,
+            updated_at: 5,
+            updated_by: "op".into(),
+        }
+    }
+
+    #[test]
+    fn a_policy_row_becomes_a_policy_record() {
+        let rec = PolicyRecord::try_from(policy_row(
+            "strict",
+            r#"{"servers":{"a/b":{"enforcement_mode":"advisory"}}}"#,
+        ))
+        .unwrap();
+        assert_eq!(rec.policy.enforcement_mode, Mode::Strict);
+        assert_eq!(rec.policy.mode_for("a/b"), Mode::Advisory);
+        assert!(!rec.policy.approval_required);
+        assert_eq!((rec.revision, rec.updated_at.millis()), (4, 5));
+    }
+
+    #[test]
+    fn corrupt_rows_are_errors_not_panics() {
+        assert!(PolicyRecord::try_from(policy_row("lenient", "{}")).is_err());
+        assert!(PolicyRecord::try_from(policy_row("strict", "not json")).is_err());
+        let meta = VersionMetaRow {
+            version: "1.0.0".into(),
+            digest: "sha256:00".into(),
+            published_by: "p".into(),
+            published_at: 1,
+            status: "unknown".into(),
+            revision: 1,
+            status_changed_at: 1,
+            status_reason: None,
+            approved_by: None,
+            approved_at: None,
+        };
+        assert!(VersionMeta::try_from(meta).is_err());
+        let tenant = TenantRow {
+            id: "Not A Tenant".into(),
+            name: "n".into(),
+            created_at: 0,
+            created_by: "c".into(),
+        };
+        assert!(signet_tenancy::TenantRecord::try_from(tenant).is_err());
+    }
+
+    #[test]
+    fn a_version_row_keeps_every_status_column() {
+        let meta = VersionMeta::try_from(VersionMetaRow {
+            version: "1.0.0".into(),
+            digest: "sha256:00".into(),
+            published_by: "p".into(),
+            published_at: 1,
+            status: "approved".into(),
+            revision: 2,
+            status_changed_at: 3,
+            status_reason: Some("ok".into()),
+            approved_by: Some("r".into()),
+            approved_at: Some(3),
+        })
+        .unwrap();
+        assert_eq!(meta.status.status, Status::Approved);
+        assert_eq!(meta.status.revision, 2);
+        assert_eq!(meta.status.changed_at.millis(), 3);
+        assert_eq!(meta.status.reason.as_deref(), Some("ok"));
+        assert_eq!(meta.status.approved_by.as_deref(), Some("r"));
+        assert_eq!(meta.status.approved_at.map(|t| t.millis()), Some(3));
+    }
+
+    #[test]
+    fn a_server_without_versions_was_last_updated_when_created() {
+        let (key, row): (String, ServerRow) = ServerSummaryRow {
+            name: "io.acme/files".into(),
+            display_name: "io.Acme/files".into(),
+            created_at: 10,
+            title: None,
+            description: None,
+            updated_at: None,
+            version_count: 0,
+        }
+        .into();
+        assert_eq!(key, "io.acme/files");
+        assert_eq!(row.name, "io.Acme/files");
+        assert_eq!(row.updated_at.millis(), 10);
+    }
+}

@@ -1,0 +1,169 @@
+//! Rows of `servers`, `versions`, `version_status`, `version_reviews` and
+//! `tenant_keys`.
+
+use signet_core::ids::Timestamp;
+use signet_registry::RegistryStoreError;
+use signet_registry::model::{
+    Review, ServerRow, Status, StatusRow, StoredKey, StoredVersion, VersionMeta,
+};
+
+/// A version with its status, without the document: `version, digest,
+/// published_by, published_at` of `versions` and `status, revision,
+/// status_changed_at, status_reason, approved_by, approved_at` of
+/// `version_status`.
+#[derive(Debug, sqlx::FromRow)]
+pub struct VersionMetaRow {
+    /// Exact version.
+    pub version: String,
+    /// `sha256:<hex>`.
+    pub digest: String,
+    /// Token `sub`.
+    pub published_by: String,
+    /// Milliseconds since the epoch.
+    pub published_at: i64,
+    /// Status spelling.
+    pub status: String,
+    /// Status revision.
+    pub revision: i64,
+    /// Milliseconds since the epoch.
+    pub status_changed_at: i64,
+    /// Note or reason.
+    pub status_reason: Option<String>,
+    /// Approver.
+    pub approved_by: Option<String>,
+    /// Milliseconds since the epoch.
+    pub approved_at: Option<i64>,
+}
+
+impl TryFrom<VersionMetaRow> for VersionMeta {
+    type Error = RegistryStoreError;
+    fn try_from(r: VersionMetaRow) -> Result<Self, RegistryStoreError> {
+        Ok(VersionMeta {
+            status: StatusRow {
+                status: Status::parse(&r.status).ok_or_else(|| {
+                    RegistryStoreError::Other(format!("stored status {}", r.status))
+                })?,
+                revision: r.revision,
+                changed_at: Timestamp::from_millis(r.status_changed_at),
+                reason: r.status_reason,
+                approved_by: r.approved_by,
+                approved_at: r.approved_at.map(Timestamp::from_millis),
+            },
+            version: r.version,
+            digest: r.digest,
+            published_by: r.published_by,
+            published_at: Timestamp::from_millis(r.published_at),
+        })
+    }
+}
+
+/// A version with its document: the server's `display_name`, `document`,
+/// and the [`VersionMetaRow`] columns.
+#[derive(Debug, sqlx::FromRow)]
+pub struct VersionRow {
+    /// Display spelling of the server name.
+    pub display_name: String,
+    /// Canonical JSON.
+    pub document: String,
+    /// The rest.
+    #[sqlx(flatten)]
+    pub meta: VersionMetaRow,
+}
+
+impl TryFrom<VersionRow> for StoredVersion {
+    type Error = RegistryStoreError;
+    fn try_from(r: VersionRow) -> Result<Self, RegistryStoreError> {
+        Ok(StoredVersion {
+            server: r.display_name,
+            document: r.document,
+            meta: r.meta.try_into()?,
+        })
+    }
+}
+
+/// A server with what its versions say: `name, display_name, created_at`
+/// of `servers`, and `title, description` (of the newest version),
+/// `updated_at` (newest publication, none without versions),
+/// `version_count`.
+#[derive(Debug, sqlx::FromRow)]
+pub struct ServerSummaryRow {
+    /// Server key.
+    pub name: String,
+    /// Display spelling.
+    pub display_name: String,
+    /// Milliseconds since the epoch.
+    pub created_at: i64,
+    /// Newest version's title.
+    pub title: Option<String>,
+    /// Newest version's description.
+    pub description: Option<String>,
+    /// Milliseconds since the epoch of the newest publication.
+    pub updated_at: Option<i64>,
+    /// Number of versions.
+    pub version_count: i64,
+}
+
+impl From<ServerSummaryRow> for (String, ServerRow) {
+    /// The server key and the server.
+    fn from(r: ServerSummaryRow) -> Self {
+        (
+            r.name,
+            ServerRow {
+                name: r.display_name,
+                title: r.title,
+                description: r.description,
+                created_at: Timestamp::from_millis(r.created_at),
+                updated_at: Timestamp::from_millis(r.updated_at.unwrap_or(r.created_at)),
+                version_count: r.version_count,
+            },
+        )
+    }
+}
+
+/// `decision, note, reviewer, at` of `version_reviews`.
+#[derive(Debug, sqlx::FromRow)]
+pub struct ReviewRow {
+    /// `approve` or `reject`.
+    pub decision: String,
+    /// Note.
+    pub note: Option<String>,
+    /// Token `sub`.
+    pub reviewer: String,
+    /// Milliseconds since the epoch.
+    pub at: i64,
+}
+
+impl From<ReviewRow> for Review {
+    fn from(r: ReviewRow) -> Self {
+        Review {
+            decision: r.decision,
+            note: r.note,
+            reviewer: r.reviewer,
+            at: Timestamp::from_millis(r.at),
+        }
+    }
+}
+
+/// `kid, public_key, private_sealed, created_at` of `tenant_keys`.
+#[derive(Debug, sqlx::FromRow)]
+pub struct KeyRow {
+    /// Key id.
+    pub kid: String,
+    /// Public key, base64url.
+    pub public_key: String,
+    /// Sealed private key.
+    pub private_sealed: String,
+    /// Milliseconds since the epoch.
+    pub created_at: i64,
+}
+
+impl From<KeyRow> for StoredKey {
+    fn from(r: KeyRow) -> Self {
+        StoredKey {
+            kid: r.kid,
+            public_key: r.public_key,
+            private_sealed: r.private_sealed,
+            created_at: Timestamp::from_millis(r.created_at),
+        }
+    }
+}
