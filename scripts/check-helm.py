@@ -53,13 +53,11 @@ EXPECT = {
 SERVICES = ["tenancy", "registry", "resolve", "scope"]
 # OpenAPI tag -> the service whose router serves the tagged operations. A new
 # tag fails the check until it is mapped here (and routed by the Ingress).
-TAG_SERVICE = {"tenants": "tenancy", "registry": "registry"}
+TAG_SERVICE = {"tenants": "tenancy", "registry": "registry", "resolve": "resolve"}
 # Operational routes: every process serves them; the Ingress must not expose them.
 OPERATIONAL = {"operations"}
 # Paths of services that have no routes yet, and the service that will serve them.
 PLANNED = {
-    "/v1/tenants/acme/sessions": "resolve",
-    "/v1/tenants/acme/sessions/s1": "resolve",
     "/v1/tenants/acme/sessions/s1/resolve": "resolve",
     "/v1/tenants/acme/providers/github": "scope",
     "/v1/tenants/acme/plans": "scope",
