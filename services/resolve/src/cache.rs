@@ -1,0 +1,165 @@
+//! The resolve cache: checked upstream answers by [`CacheKey`].
+//!
+//! # Policy
+//!
+//! - **Bytes-weighted.** One moka cache bounded by `capacity_bytes`
+//!   (default 256 MiB); each entry weighs an estimate of what it holds (key
+//!   bytes, the served tool and findings at about twice their JSON size, and
+//!   a fixed per-entry overhead). moka's TinyLFU admission and LRU eviction
+//!   decide what stays when the cache is full: a burst of one-off keys does
+//!   not displace entries that are used.
+//! - **Expiry = the session's.** An entry never outlives the session that
+//!   produced it.
+//! - **Per-tenant share.** No tenant may hold more than `tenant_share_bytes`
+//!   (default a quarter of the capacity). A result that would take its
+//!   tenant past the share is served (and still checked and fingerprinted)
+//!   but not cached; once the tenant's own entries expire or are evicted it
+//!   is cached again. One tenant therefore never fills more than its share,
+//!   and cannot flush the others out of the rest.
+//! - **Errors are never cached**: only answers the upstream gave are.
+//! - **Invalidation.** Ending a session or an upstream
+//!   `notifications/tools/list_changed` invalidates every entry of the
+//!   session at once (moka guarantees an invalidated entry is never read
+//!   again; the memory is reclaimed by its maintenance).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use moka::notification::RemovalCause;
+
+use crate::engine::Fetched;
+use crate::key::CacheKey;
+use crate::stats::Stats;
+
+/// Fixed per-entry bytes added to every entry's weight: moka's own
+/// bookkeeping and our entry header (measured by the `cache_overhead`
+/// bench to be below this).
+pub const ENTRY_OVERHEAD: u32 = 400;
+
+/// One cached answer.
+pub(crate) struct Entry {
+    pub(crate) tenant: Arc<str>,
+    pub(crate) expires_at: Instant,
+    pub(crate) weight: u32,
+    pub(crate) value: Arc<Fetched>,
+}
+
+struct SessionExpiry;
+
+impl moka::Expiry<CacheKey, Arc<Entry>> for SessionExpiry {
+    fn expire_after_create(
+        &self,
+        _key: &CacheKey,
+        value: &Arc<Entry>,
+        created_at: Instant,
+    ) -> Option<Duration> {
+        Some(value.expires_at.saturating_duration_since(created_at))
+    }
+
+    fn expire_after_update(
+        &self,
+        _key: &CacheKey,
+        value: &Arc<Entry>,
+        updated_at: Instant,
+        _duration_until_expiry: Option<Duration>,
+    ) -> Option<Duration> {
+        Some(value.expires_at.saturating_duration_since(updated_at))
+    }
+}
+
+type Tenants = Arc<Mutex<HashMap<Arc<str>, u64>>>;
+
+/// The cache with its per-tenant accounting.
+pub(crate) struct ResolveCache {
+    cache: moka::sync::Cache<CacheKey, Arc<Entry>>,
+    tenants: Tenants,
+    share: u64,
+    stats: Arc<Stats>,
+}
+
+fn release(tenants: &Tenants, tenant: &Arc<str>, weight: u64) {
+    let mut t = tenants.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(used) = t.get_mut(tenant) {
+        *used = used.saturating_sub(weight);
+        if *used == 0 {
+            t.remove(tenant);
+        }
+    }
+}
+
+impl ResolveCache {
+    pub(crate) fn new(capacity_bytes: u64, tenant_share_bytes: u64, stats: Arc<Stats>) -> Self {
+        let tenants: Tenants = Arc::default();
+        let listener_tenants = tenants.clone();
+        let listener_stats = stats.clone();
+        let cache = moka::sync::Cache::builder()
+            .max_capacity(capacity_bytes)
+            .weigher(|_k: &CacheKey, v: &Arc<Entry>| v.weight)
+            .expire_after(SessionExpiry)
+            .support_invalidation_closures()
+            .eviction_listener(
+                move |_k: Arc<CacheKey>, v: Arc<Entry>, _cause: RemovalCause| {
+                    release(&listener_tenants, &v.tenant, u64::from(v.weight));
+                    listener_stats.cache_removed(u64::from(v.weight));
+                },
+            )
+            .build();
+        Self {
+            cache,
+            tenants,
+            share: tenant_share_bytes,
+            stats,
+        }
+    }
+
+    pub(crate) fn get(&self, key: &CacheKey) -> Option<Arc<Entry>> {
+        self.cache.get(key)
+    }
+
+    /// Caches `entry` unless its tenant is at its share; returns whether
+    /// it was cached.
+    pub(crate) fn insert(&self, key: CacheKey, entry: Entry) -> bool {
+        let w = u64::from(entry.weight);
+        {
+            let mut t = self.tenants.lock().unwrap_or_else(|e| e.into_inner());
+            let used = t.entry(entry.tenant.clone()).or_insert(0);
+            if *used + w > self.share {
+                drop(t);
+                self.stats.share_refusal();
+                return false;
+            }
+            *used += w;
+        }
+        self.stats.cache_added(w);
+        self.cache.insert(key, Arc::new(entry));
+        true
+    }
+
+    /// Invalidates every entry of a session (by its key prefix).
+    pub(crate) fn invalidate_session(&self, prefix: Vec<u8>) {
+        let r = self
+            .cache
+            .invalidate_entries_if(move |k: &CacheKey, _v: &Arc<Entry>| k.in_session(&prefix));
+        if let Err(e) = r {
+            // Only possible when closures are not supported, which `new` enables.
+            tracing::error!(error = %e, "cannot invalidate a session's cache entries");
+        }
+    }
+
+    /// Bytes a tenant holds now.
+    pub(crate) fn tenant_bytes(&self, tenant: &str) -> u64 {
+        self.tenants
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(tenant)
+            .copied()
+            .unwrap_or(0)
+    }
+
+    /// Runs moka's pending maintenance (evictions, invalidations, listener
+    /// calls) now.
+    pub(crate) fn run_pending_tasks(&self) {
+        self.cache.run_pending_tasks();
+    }
+}
