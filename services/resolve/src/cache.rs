@@ -37,48 +37,60 @@ use crate::stats::Stats;
 /// bench to be below this).
 pub const ENTRY_OVERHEAD: u32 = 400;
 
-/// One cached answer.
+/// One cached answer (held inline by moka; cloning it is one reference
+/// count; its tenant is the key's).
+#[derive(Clone)]
 pub(crate) struct Entry {
-    pub(crate) tenant: Arc<str>,
-    pub(crate) expires_at: Instant,
-    pub(crate) weight: u32,
+    /// Whole seconds after the cache's epoch (16 bytes per entry fewer
+    /// than an `Instant`).
+    expires: u32,
+    weight: u32,
     pub(crate) value: Arc<Fetched>,
 }
 
-struct SessionExpiry;
+struct SessionExpiry {
+    epoch: Instant,
+}
 
-impl moka::Expiry<CacheKey, Arc<Entry>> for SessionExpiry {
+impl SessionExpiry {
+    fn left(&self, value: &Entry, now: Instant) -> Duration {
+        (self.epoch + Duration::from_secs(u64::from(value.expires))).saturating_duration_since(now)
+    }
+}
+
+impl moka::Expiry<CacheKey, Entry> for SessionExpiry {
     fn expire_after_create(
         &self,
         _key: &CacheKey,
-        value: &Arc<Entry>,
+        value: &Entry,
         created_at: Instant,
     ) -> Option<Duration> {
-        Some(value.expires_at.saturating_duration_since(created_at))
+        Some(self.left(value, created_at))
     }
 
     fn expire_after_update(
         &self,
         _key: &CacheKey,
-        value: &Arc<Entry>,
+        value: &Entry,
         updated_at: Instant,
         _duration_until_expiry: Option<Duration>,
     ) -> Option<Duration> {
-        Some(value.expires_at.saturating_duration_since(updated_at))
+        Some(self.left(value, updated_at))
     }
 }
 
-type Tenants = Arc<Mutex<HashMap<Arc<str>, u64>>>;
+type Tenants = Arc<Mutex<HashMap<Box<str>, u64>>>;
 
 /// The cache with its per-tenant accounting.
 pub(crate) struct ResolveCache {
-    cache: moka::sync::Cache<CacheKey, Arc<Entry>>,
+    epoch: Instant,
+    cache: moka::sync::Cache<CacheKey, Entry>,
     tenants: Tenants,
     share: u64,
     stats: Arc<Stats>,
 }
 
-fn release(tenants: &Tenants, tenant: &Arc<str>, weight: u64) {
+fn release(tenants: &Tenants, tenant: &str, weight: u64) {
     let mut t = tenants.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(used) = t.get_mut(tenant) {
         *used = used.saturating_sub(weight);
@@ -93,19 +105,19 @@ impl ResolveCache {
         let tenants: Tenants = Arc::default();
         let listener_tenants = tenants.clone();
         let listener_stats = stats.clone();
+        let epoch = Instant::now();
         let cache = moka::sync::Cache::builder()
             .max_capacity(capacity_bytes)
-            .weigher(|_k: &CacheKey, v: &Arc<Entry>| v.weight)
-            .expire_after(SessionExpiry)
+            .weigher(|_k: &CacheKey, v: &Entry| v.weight)
+            .expire_after(SessionExpiry { epoch })
             .support_invalidation_closures()
-            .eviction_listener(
-                move |_k: Arc<CacheKey>, v: Arc<Entry>, _cause: RemovalCause| {
-                    release(&listener_tenants, &v.tenant, u64::from(v.weight));
-                    listener_stats.cache_removed(u64::from(v.weight));
-                },
-            )
+            .eviction_listener(move |k: Arc<CacheKey>, v: Entry, _cause: RemovalCause| {
+                release(&listener_tenants, k.tenant(), u64::from(v.weight));
+                listener_stats.cache_removed(u64::from(v.weight));
+            })
             .build();
         Self {
+            epoch,
             cache,
             tenants,
             share: tenant_share_bytes,
@@ -113,7 +125,18 @@ impl ResolveCache {
         }
     }
 
-    pub(crate) fn get(&self, key: &CacheKey) -> Option<Arc<Entry>> {
+    /// An entry expiring at `expires_at` (rounded up to the second).
+    pub(crate) fn entry(&self, expires_at: Instant, weight: u32, value: Arc<Fetched>) -> Entry {
+        let d = expires_at.saturating_duration_since(self.epoch);
+        let secs = d.as_secs() + u64::from(d.subsec_nanos() > 0);
+        Entry {
+            expires: u32::try_from(secs).unwrap_or(u32::MAX),
+            weight,
+            value,
+        }
+    }
+
+    pub(crate) fn get(&self, key: &CacheKey) -> Option<Entry> {
         self.cache.get(key)
     }
 
@@ -123,16 +146,22 @@ impl ResolveCache {
         let w = u64::from(entry.weight);
         {
             let mut t = self.tenants.lock().unwrap_or_else(|e| e.into_inner());
-            let used = t.entry(entry.tenant.clone()).or_insert(0);
-            if *used + w > self.share {
+            let tenant = key.tenant();
+            let used = t.get(tenant).copied().unwrap_or(0);
+            if used + w > self.share {
                 drop(t);
                 self.stats.share_refusal();
                 return false;
             }
-            *used += w;
+            match t.get_mut(tenant) {
+                Some(u) => *u += w,
+                None => {
+                    t.insert(tenant.into(), w);
+                }
+            }
         }
         self.stats.cache_added(w);
-        self.cache.insert(key, Arc::new(entry));
+        self.cache.insert(key, entry);
         true
     }
 
@@ -140,7 +169,7 @@ impl ResolveCache {
     pub(crate) fn invalidate_session(&self, prefix: Vec<u8>) {
         let r = self
             .cache
-            .invalidate_entries_if(move |k: &CacheKey, _v: &Arc<Entry>| k.in_session(&prefix));
+            .invalidate_entries_if(move |k: &CacheKey, _v: &Entry| k.in_session(&prefix));
         if let Err(e) = r {
             // Only possible when closures are not supported, which `new` enables.
             tracing::error!(error = %e, "cannot invalidate a session's cache entries");

@@ -643,12 +643,7 @@ async fn fetch(
                     let weight = weigh(&key, &raw);
                     inner.cache.insert(
                         key.clone(),
-                        Entry {
-                            tenant: Arc::from(ctx.tenant.as_str()),
-                            expires_at: state.expires_at,
-                            weight,
-                            value: fetched.clone(),
-                        },
+                        inner.cache.entry(state.expires_at, weight, fetched.clone()),
                     );
                 }
                 Ok(Done {
@@ -746,7 +741,6 @@ pub fn measure_cache_overhead(n: usize) -> Option<f64> {
     }
     let stats = Arc::new(Stats::default());
     let cache = ResolveCache::new(u64::MAX / 2, u64::MAX / 2, stats);
-    let tenant: Arc<str> = Arc::from("acme");
     let expires_at = Instant::now() + Duration::from_secs(3600);
     let items: Vec<(CacheKey, Entry)> = (0..n)
         .map(|i| {
@@ -758,12 +752,7 @@ pub fn measure_cache_overhead(n: usize) -> Option<f64> {
                 violations: Vec::new(),
                 notices: Vec::new(),
             });
-            let entry = Entry {
-                tenant: tenant.clone(),
-                expires_at,
-                weight: 1,
-                value,
-            };
+            let entry = cache.entry(expires_at, 1, value);
             (key, entry)
         })
         .collect();

@@ -86,6 +86,12 @@ impl CacheKey {
         fingerprint(&self.bytes)
     }
 
+    /// The tenant the key belongs to.
+    pub fn tenant(&self) -> &str {
+        let len = u32::from_le_bytes([self.bytes[0], self.bytes[1], self.bytes[2], self.bytes[3]]);
+        std::str::from_utf8(&self.bytes[4..4 + len as usize]).unwrap_or("")
+    }
+
     /// Bytes held by the key (for the cache weigher).
     pub fn heap_size(&self) -> usize {
         self.bytes.len()
@@ -140,6 +146,7 @@ mod tests {
     fn session_membership() {
         let k = CacheKey::new("acme", "s1", "t", &json!({"a": 1}));
         assert!(k.in_session(&session_prefix("acme", "s1")));
+        assert_eq!(k.tenant(), "acme");
         assert!(!k.in_session(&session_prefix("acme", "s2")));
         assert!(!k.in_session(&session_prefix("acm", "es1")));
         assert!(!format!("{k:?}").contains("\"a\""));
