@@ -1,20 +1,50 @@
 //! signet-resolve: the resolve-cache service. Sessions pin a trusted
 //! signature version for one principal and one upstream MCP server; within a
-//! session, `tools/resolve` and `tools/annotations` results are fetched from
+//! session, `tools/resolve` and `tools/annotations` answers are fetched from
 //! the upstream once, checked against the signature, and memoized.
 //!
-//! Like every service crate it may depend on `signet-core` and `signet-http`,
-//! never on another service crate and never on SQL.
+//! The engine ([`engine::Engine`]) answers one call given a session's
+//! context ([`engine::SessionCtx`]: tenant, session, pinned and prepared
+//! signature version, mode, cache policy, upstream) with a complete tool,
+//! checked against the signature. Modules:
+//!
+//! - [`session`], [`store`]: session rows and their storage contract;
+//! - [`state`]: what the handlers share, and the traits the server
+//!   implements over the registry and tenancy ([`state::Signatures`],
+//!   [`state::Sealer`]);
+//! - [`routes`]: the HTTP handlers;
+//! - [`prepared`]: a signature version prepared once per digest (worst
+//!   cases, resolve kinds, input-schema validators);
+//! - [`key`]: cache keys over RFC 8785 canonical arguments;
+//! - [`cache`]: the bytes-weighted cache and its per-tenant share policy;
+//! - [`upstream`]: the MCP client (rmcp over Streamable HTTP);
+//! - [`engine`]: coalescing, checking, serving, determinism;
+//! - [`stats`]: counters for `/metrics`.
+//!
+//! Like every service crate it may depend on `signet-core` and
+//! `signet-http`, never on another service crate and never on SQL.
 
+pub mod cache;
+pub mod engine;
 pub mod error;
+pub mod key;
+pub mod prepared;
 pub mod routes;
 pub mod session;
 pub mod state;
+pub mod stats;
 pub mod store;
+pub mod upstream;
 
+pub use engine::{
+    Engine, EngineConfig, Resolution, ResolveError, ResolveEvent, SessionCtx, Source,
+};
+pub use prepared::{PreparedSignature, PreparedTool, ToolKind};
 pub use session::{AuditNote, CachePolicy, SessionRow};
 pub use state::{
     LiveSession, LiveSessions, Pinned, ResolveConfig, ResolveState, Sealer, ServerPolicy,
     Signatures, Standing,
 };
+pub use stats::{FallbackReason, StatsSnapshot};
 pub use store::{SessionStore, SessionStoreError};
+pub use upstream::{TargetError, UpstreamTarget};

@@ -11,6 +11,8 @@ use signet_core::Mode;
 use signet_core::ids::{TenantId, Timestamp};
 use signet_http::problem::ApiError;
 
+use crate::engine::{Engine, SessionCtx};
+use crate::prepared::PreparedSignature;
 use crate::session::{CachePolicy, SessionKey, SessionRow};
 use crate::store::SessionStore;
 
@@ -93,6 +95,8 @@ pub struct ResolveConfig {
     pub default_ttl: Duration,
     /// Longest session lifetime a request may ask for.
     pub max_ttl: Duration,
+    /// Limits under which stored signatures are read.
+    pub limits: signet_core::card::Limits,
 }
 
 impl Default for ResolveConfig {
@@ -100,6 +104,7 @@ impl Default for ResolveConfig {
         ResolveConfig {
             default_ttl: Duration::from_secs(3600),
             max_ttl: Duration::from_secs(24 * 3600),
+            limits: signet_core::card::Limits::default(),
         }
     }
 }
@@ -117,14 +122,35 @@ pub struct ResolveState {
     pub live: Arc<LiveSessions>,
     /// Limits and defaults.
     pub config: Arc<ResolveConfig>,
+    /// The resolve engine: cache, upstream connections, checks.
+    pub engine: Arc<Engine>,
+    /// Prepared signatures by digest (a digest names immutable content).
+    pub prepared: moka::future::Cache<String, Arc<PreparedSignature>>,
 }
 
-/// A loaded session: the row and its opened upstream headers.
+/// A loaded session: the row, its opened upstream headers, and (once a
+/// resolve needed it) the engine's context.
 pub struct LiveSession {
+    /// The tenant.
+    pub tenant: TenantId,
     /// The stored row.
     pub row: SessionRow,
     /// Upstream headers, opened (never logged: `Debug` prints names only).
     pub headers: Vec<(String, String)>,
+    /// The engine's view of the session, built on first use.
+    pub ctx: tokio::sync::OnceCell<Arc<SessionCtx>>,
+}
+
+impl LiveSession {
+    /// A loaded session without its engine context yet.
+    pub fn new(tenant: TenantId, row: SessionRow, headers: Vec<(String, String)>) -> Self {
+        LiveSession {
+            tenant,
+            row,
+            headers,
+            ctx: tokio::sync::OnceCell::new(),
+        }
+    }
 }
 
 impl std::fmt::Debug for LiveSession {
@@ -186,6 +212,15 @@ impl LiveSessions {
     }
 }
 
+/// A cache of prepared signatures: 1,024 versions, dropped after an hour
+/// unused.
+pub fn prepared_cache() -> moka::future::Cache<String, Arc<PreparedSignature>> {
+    moka::future::Cache::builder()
+        .max_capacity(1024)
+        .time_to_idle(Duration::from_secs(3600))
+        .build()
+}
+
 /// Now, in milliseconds since the epoch.
 pub fn now() -> Timestamp {
     Timestamp::from_millis(
@@ -197,8 +232,52 @@ pub fn now() -> Timestamp {
 }
 
 impl ResolveState {
-    /// Drops everything this replica holds for a session.
+    /// Drops everything this replica holds for a session: the loaded row,
+    /// cached answers, the upstream connection.
     pub fn end_session(&self, tenant: &TenantId, id: &str) {
         self.live.evict(tenant, id);
+        self.engine.end_session(tenant, id);
+    }
+
+    /// Drops every loaded session (notifications may have been missed).
+    /// Cached answers stay: they belong to sessions, and a session that
+    /// ended is refused when it is loaded again, before any answer is read.
+    pub fn forget_sessions(&self) {
+        self.live.clear();
+    }
+
+    /// The pinned version's signature, prepared once per digest (on the CPU
+    /// pool: compiling input schemas is not for an async worker).
+    pub async fn prepared(
+        &self,
+        tenant: &TenantId,
+        server: &str,
+        version: &str,
+        digest: &str,
+    ) -> Result<Arc<PreparedSignature>, ApiError> {
+        if let Some(p) = self.prepared.get(digest).await {
+            return Ok(p);
+        }
+        let doc = self.signatures.document(tenant, server, version).await?;
+        let limits = self.config.limits.clone();
+        let prepared = signet_http::cpu::offload(move || PreparedSignature::new(&doc, &limits))
+            .await?
+            .map_err(|e| {
+                tracing::error!(?e, "a stored signature does not prepare");
+                ApiError::internal()
+            })?;
+        let prepared = Arc::new(prepared);
+        if prepared.digest() != digest {
+            tracing::error!(
+                expected = digest,
+                found = prepared.digest(),
+                "stored document digest differs from the session's"
+            );
+            return Err(ApiError::internal());
+        }
+        self.prepared
+            .insert(digest.to_owned(), prepared.clone())
+            .await;
+        Ok(prepared)
     }
 }

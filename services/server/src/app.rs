@@ -86,6 +86,7 @@ impl Modify for BearerAuth {
 struct OpsState {
     tenants: Arc<dyn TenantStore>,
     metrics: Arc<Metrics>,
+    resolve: signet_resolve::ResolveState,
 }
 
 fn ops_router() -> OpenApiRouter<OpsState> {
@@ -202,12 +203,25 @@ async fn readyz(State(st): State<OpsState>) -> Result<Response, ApiError> {
 #[utoipa::path(get, path = "/metrics", tag = "operations", operation_id = "metrics",
     responses((status = 200, description = "Metrics", content_type = "text/plain; version=0.0.4")))]
 async fn metrics(State(st): State<OpsState>) -> Response {
+    let mut text = st.metrics.render();
+    // The cache counts lazily: settle pending evictions first (off the
+    // async workers), so the figures are those of now.
+    let engine = st.resolve.engine.clone();
+    let stats = tokio::task::spawn_blocking(move || {
+        engine.run_pending_tasks();
+        engine.stats()
+    })
+    .await;
+    match stats {
+        Ok(stats) => crate::metrics::render_resolve(&stats, &mut text),
+        Err(e) => tracing::error!(error = %e, "resolve statistics failed"),
+    }
     (
         [(
             header::CONTENT_TYPE,
             HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
         )],
-        st.metrics.render(),
+        text,
     )
         .into_response()
 }
@@ -228,6 +242,7 @@ pub fn build_for(ctx: AppContext, services: &[Service]) -> Router {
     let ops = ops_router().split_for_parts().0.with_state(OpsState {
         tenants: ctx.tenants.clone(),
         metrics: ctx.metrics.clone(),
+        resolve: ctx.resolve.clone(),
     });
     let docs: Router = SwaggerUi::new("/docs")
         .url("/openapi.json", openapi())

@@ -72,6 +72,26 @@ pub struct ResolveSettings {
     pub default_session_ttl_secs: u64,
     /// Longest session lifetime a request may ask for, in seconds.
     pub max_session_ttl_secs: u64,
+    /// Bytes of resolved answers this process caches (all tenants).
+    pub cache_capacity_bytes: u64,
+    /// Percentage of the cache one tenant may fill (1 to 100): a tenant
+    /// over its share evicts its own entries, never another tenant's.
+    pub cache_tenant_share_percent: u8,
+    /// Total time for one upstream exchange (connect, initialize, resolve),
+    /// in milliseconds.
+    pub upstream_timeout_ms: u64,
+    /// TCP connect timeout towards an upstream, in milliseconds.
+    pub upstream_connect_timeout_ms: u64,
+    /// Fraction (0 to 1) of cache hits re-fetched from the upstream to
+    /// check that it still answers the same (determinism sampling).
+    pub recheck_rate: f64,
+}
+
+impl ResolveSettings {
+    /// The bytes one tenant may hold.
+    pub fn cache_tenant_share_bytes(&self) -> u64 {
+        self.cache_capacity_bytes / 100 * u64::from(self.cache_tenant_share_percent)
+    }
 }
 
 impl Default for ResolveSettings {
@@ -79,6 +99,11 @@ impl Default for ResolveSettings {
         ResolveSettings {
             default_session_ttl_secs: 3600,
             max_session_ttl_secs: 86_400,
+            cache_capacity_bytes: 256 * 1024 * 1024,
+            cache_tenant_share_percent: 25,
+            upstream_timeout_ms: 5_000,
+            upstream_connect_timeout_ms: 2_000,
+            recheck_rate: 0.0,
         }
     }
 }
@@ -238,6 +263,20 @@ impl Config {
         }
         self.services()?;
         let r = &self.resolve;
+        if r.cache_capacity_bytes < 1024 * 1024 {
+            bail!("resolve.cache_capacity_bytes must be at least 1 MiB");
+        }
+        if !(1..=100).contains(&r.cache_tenant_share_percent) {
+            bail!("resolve.cache_tenant_share_percent must be between 1 and 100");
+        }
+        if r.upstream_timeout_ms == 0 || r.upstream_connect_timeout_ms == 0 {
+            bail!(
+                "resolve.upstream_timeout_ms and upstream_connect_timeout_ms must be greater than 0"
+            );
+        }
+        if !(0.0..=1.0).contains(&r.recheck_rate) {
+            bail!("resolve.recheck_rate must be between 0 and 1");
+        }
         if r.max_session_ttl_secs == 0 {
             bail!("resolve.max_session_ttl_secs must be greater than 0");
         }

@@ -253,3 +253,112 @@ mod tests {
         assert_eq!(method_label("BREW"), "other");
     }
 }
+
+/// Resolve-cache metrics (Prometheus names; counters since start). Labels:
+/// `reason` (a fallback reason) and `kind` (a violation kind), both from
+/// closed sets; never a tenant, session or tool.
+///
+/// | Prometheus                                      | type      | labels |
+/// |-------------------------------------------------|-----------|--------|
+/// | `signet_resolve_hits_total`                     | counter   |        |
+/// | `signet_resolve_misses_total`                   | counter   |        |
+/// | `signet_resolve_coalesced_waits_total`          | counter   |        |
+/// | `signet_resolve_static_total`                   | counter   |        |
+/// | `signet_resolve_upstream_calls_total`           | counter   |        |
+/// | `signet_resolve_share_refusals_total`           | counter   |        |
+/// | `signet_resolve_fallbacks_total`                | counter   | reason |
+/// | `signet_resolve_violations_total`               | counter   | kind   |
+/// | `signet_resolve_upstream_duration_seconds`      | histogram |        |
+/// | `signet_resolve_cache_bytes`                    | gauge     |        |
+/// | `signet_resolve_cache_entries`                  | gauge     |        |
+pub fn render_resolve(s: &signet_resolve::StatsSnapshot, out: &mut String) {
+    let mut scalar = |name: &str, kind: &str, help: &str, v: u64| {
+        let _ = writeln!(
+            out,
+            "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {v}"
+        );
+    };
+    scalar(
+        "signet_resolve_hits_total",
+        "counter",
+        "Resolutions served from the session cache.",
+        s.hits,
+    );
+    scalar(
+        "signet_resolve_misses_total",
+        "counter",
+        "Resolutions that needed an upstream answer.",
+        s.misses,
+    );
+    scalar(
+        "signet_resolve_coalesced_waits_total",
+        "counter",
+        "Misses that waited on an identical in-flight upstream call.",
+        s.coalesced_waits,
+    );
+    scalar(
+        "signet_resolve_static_total",
+        "counter",
+        "Resolutions of tools that do not resolve (worst case, no upstream call).",
+        s.static_answers,
+    );
+    scalar(
+        "signet_resolve_upstream_calls_total",
+        "counter",
+        "Upstream tools/resolve and tools/annotations requests.",
+        s.upstream_calls,
+    );
+    scalar(
+        "signet_resolve_share_refusals_total",
+        "counter",
+        "Answers not cached because their tenant was at its share.",
+        s.share_refusals,
+    );
+    scalar(
+        "signet_resolve_cache_bytes",
+        "gauge",
+        "Bytes held by the resolve cache.",
+        s.cache_bytes,
+    );
+    scalar(
+        "signet_resolve_cache_entries",
+        "gauge",
+        "Entries in the resolve cache.",
+        s.cache_entries,
+    );
+    let mut labelled = |name: &str, help: &str, label: &str, values: &[(&str, u64)]| {
+        let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} counter");
+        for (l, v) in values {
+            let _ = writeln!(out, "{name}{{{label}=\"{l}\"}} {v}");
+        }
+    };
+    labelled(
+        "signet_resolve_fallbacks_total",
+        "Worst-case answers served instead of the upstream's, by reason.",
+        "reason",
+        &s.fallbacks,
+    );
+    labelled(
+        "signet_resolve_violations_total",
+        "Upstream answers outside the signature or not deterministic, by kind.",
+        "kind",
+        &s.violations,
+    );
+    let name = "signet_resolve_upstream_duration_seconds";
+    let _ = writeln!(
+        out,
+        "# HELP {name} Upstream resolve latency.\n# TYPE {name} histogram"
+    );
+    let mut count = 0;
+    for (le, c) in &s.upstream_latency_buckets {
+        let _ = writeln!(out, "{name}_bucket{{le=\"{le}\"}} {c}");
+        count = count.max(*c);
+    }
+    let _ = writeln!(
+        out,
+        "{name}_bucket{{le=\"+Inf\"}} {}",
+        s.upstream_calls.max(count)
+    );
+    let _ = writeln!(out, "{name}_sum {}", s.upstream_latency_sum_seconds);
+    let _ = writeln!(out, "{name}_count {}", s.upstream_calls.max(count));
+}

@@ -13,8 +13,8 @@ use signet_registry::RegistryState;
 use signet_registry::keys::Keyring;
 use signet_registry::model::Status;
 use signet_resolve::{
-    CachePolicy, LiveSessions, Pinned, ResolveConfig, ResolveState, Sealer, ServerPolicy,
-    Signatures, Standing,
+    CachePolicy, Engine, EngineConfig, LiveSessions, Pinned, ResolveConfig, ResolveState, Sealer,
+    ServerPolicy, Signatures, Standing,
 };
 use signet_tenancy::model::ResolveCache;
 use signet_tenancy::{StoreError, TenantStore};
@@ -140,6 +140,7 @@ pub fn resolve_state(
     registry: &RegistryState,
     settings: &ResolveSettings,
 ) -> ResolveState {
+    let limits = &registry.limits;
     ResolveState {
         store: store.sessions(),
         signatures: Arc::new(RegistrySignatures {
@@ -151,7 +152,18 @@ pub fn resolve_state(
         config: Arc::new(ResolveConfig {
             default_ttl: Duration::from_secs(settings.default_session_ttl_secs),
             max_ttl: Duration::from_secs(settings.max_session_ttl_secs),
+            limits: limits.clone(),
         }),
+        engine: Arc::new(Engine::new(EngineConfig {
+            capacity_bytes: settings.cache_capacity_bytes,
+            tenant_share_bytes: settings.cache_tenant_share_bytes(),
+            upstream_timeout: Duration::from_millis(settings.upstream_timeout_ms),
+            connect_timeout: Duration::from_millis(settings.upstream_connect_timeout_ms),
+            recheck_rate: settings.recheck_rate,
+            limits: limits.clone(),
+            ..EngineConfig::default()
+        })),
+        prepared: signet_resolve::state::prepared_cache(),
     }
 }
 
@@ -179,7 +191,7 @@ pub fn spawn_change_listener(store: &Store, registry: &RegistryState, resolve: &
         },
         move || {
             gap_index.clear();
-            gap_res.live.clear();
+            gap_res.forget_sessions();
         },
     );
 }

@@ -22,7 +22,7 @@ const PUBLIC: &[&str] = &["preflight_card"];
 
 /// Tenant operations in the document today; the test covers at least these,
 /// so an empty or truncated route list cannot pass.
-const OPERATIONS_TODAY: usize = 23;
+const OPERATIONS_TODAY: usize = 25;
 
 const SERVER: &str = "io.github.bee/notes";
 
@@ -87,6 +87,8 @@ fn body_for(operation: &str) -> Value {
         "verify_version" => json!({"tools": []}),
         "open_session" => json!({"server": SERVER, "upstream": {"url": "http://127.0.0.1:9/mcp",
             "headers": {"Authorization": "Bearer b-upstream-secret"}}}),
+        "resolve_tool" => json!({"name": "read_note", "arguments": {"id": "n1"}}),
+        "resolve_batch" => json!({"calls": [{"name": "read_note", "arguments": {"id": "n1"}}]}),
         "import_server_json" => {
             json!({"name": "io.github.bee/imported", "version": "0.1.0", "description": "Imported"})
         }

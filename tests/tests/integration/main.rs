@@ -9,6 +9,7 @@ mod ops;
 mod registry;
 mod registry_realdata;
 mod repo;
+mod resolve;
 mod services;
 mod sessions;
 mod signature_cli;

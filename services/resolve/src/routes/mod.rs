@@ -6,8 +6,10 @@ use utoipa_axum::routes;
 
 use crate::state::ResolveState;
 
+mod resolve;
 mod sessions;
 
+pub use resolve::*;
 pub use sessions::*;
 
 /// The resolve routes, with their OpenAPI description.
@@ -15,4 +17,6 @@ pub fn router() -> OpenApiRouter<ResolveState> {
     OpenApiRouter::new()
         .routes(routes!(open_session, list_sessions))
         .routes(routes!(get_session, close_session))
+        .routes(routes!(resolve_tool))
+        .routes(routes!(resolve_batch))
 }

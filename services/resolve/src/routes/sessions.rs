@@ -258,7 +258,7 @@ pub async fn owned_session(
                 .map_err(store_error)?
                 .ok_or_else(session_not_found)?;
             let headers = open_headers(st, tenant, &row)?;
-            let live = Arc::new(LiveSession { row, headers });
+            let live = Arc::new(LiveSession::new(tenant.clone(), row, headers));
             st.live.put(tenant, live.clone());
             live
         }
@@ -437,7 +437,10 @@ pub async fn open_session(
         .headers
         .into_iter()
         .collect::<Vec<(String, String)>>();
-    st.live.put(tenant, Arc::new(LiveSession { row, headers }));
+    st.live.put(
+        tenant,
+        Arc::new(LiveSession::new(tenant.clone(), row, headers)),
+    );
     Ok((
         StatusCode::CREATED,
         [(axum::http::header::LOCATION, location)],

@@ -1,0 +1,472 @@
+//! signet-example-upstream: a small reference MCP server for Signet's
+//! resolve cache, on the official Rust SDK (`rmcp`) over Streamable HTTP.
+//!
+//! It offers three tools:
+//!
+//! - `manage_files` — resolvable: `tools/resolve` answers exactly as the
+//!   tool-resolution seed's reference implementation (SEP-1862 §Reference
+//!   Implementation): `read` is read-only, `append` additive, `replace` and
+//!   `delete` destructive, anything else the conservative definition. The
+//!   tool is marked both ways: the seed's `resolve: true` (in the signature
+//!   card) and the newer extension's
+//!   `_meta["io.modelcontextprotocol/tool-resolution"].resolvable`.
+//! - `manage_files_dynamic` — the same actions behind `tools/annotations`
+//!   (the dynamic-annotations seed), `{annotations}` answers.
+//! - `list_files` — read-only, neither resolvable nor dynamic.
+//!
+//! Switches make it misbehave on purpose, from the command line or at run
+//! time ([`Switches`], [`Running::set`], `PUT /switches`): an undeclared
+//! (less safe) annotation, nondeterministic answers, a delay, JSON-RPC
+//! errors, the extension's result shape, and `notifications/tools/list_changed`
+//! ([`Running::notify_list_changed`]). [`Running::stop`] and
+//! [`Running::restart`] take the listener down and up on the same port. A
+//! counter of `tools/resolve` + `tools/annotations` requests is readable with
+//! [`Running::calls`] and `GET /calls`.
+//!
+//! `examples/manage-files-1.0.0.json` is the signature card that describes
+//! this server.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::Json;
+use axum::extract::State;
+use axum::routing::get;
+use rmcp::model::{
+    CustomRequest, CustomResult, ErrorCode, ErrorData, Implementation, InitializeResult,
+    ListToolsResult, PaginatedRequestParams, ServerCapabilities, Tool, ToolsCapability,
+};
+use rmcp::service::{NotificationContext, Peer, RequestContext};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use rmcp::{RoleServer, ServerHandler};
+use serde_json::{Value, json};
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+/// The extension identifier of tool resolution (capability and `_meta` key).
+pub const TOOL_RESOLUTION: &str = "io.modelcontextprotocol/tool-resolution";
+
+/// Name of the resolvable tool.
+pub const MANAGE_FILES: &str = "manage_files";
+/// Name of the dynamic-annotations tool.
+pub const MANAGE_FILES_DYNAMIC: &str = "manage_files_dynamic";
+/// Name of the static tool.
+pub const LIST_FILES: &str = "list_files";
+
+/// Result shape of `tools/resolve`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum Shape {
+    /// The seed's `{"tool": Tool}`.
+    #[default]
+    Seed,
+    /// The extension's `{"resultType": "complete", "name", "annotations"}`.
+    Extension,
+}
+
+/// Ways to misbehave; all off by default.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Switches {
+    /// Answer with `openWorldHint: true`, which the signature never declares
+    /// (less safe than any declared possibility).
+    pub undeclared: bool,
+    /// Alternate between two answers for the same arguments.
+    pub nondeterministic: bool,
+    /// Delay every resolve answer by this long.
+    pub delay: Duration,
+    /// Answer every resolve with a JSON-RPC internal error (-32603).
+    pub error: bool,
+    /// The `tools/resolve` result shape.
+    pub shape: Shape,
+}
+
+impl Switches {
+    fn from_json(v: &Value, mut base: Switches) -> Switches {
+        if let Some(b) = v.get("undeclared").and_then(Value::as_bool) {
+            base.undeclared = b;
+        }
+        if let Some(b) = v.get("nondeterministic").and_then(Value::as_bool) {
+            base.nondeterministic = b;
+        }
+        if let Some(ms) = v.get("delay_ms").and_then(Value::as_u64) {
+            base.delay = Duration::from_millis(ms);
+        }
+        if let Some(b) = v.get("error").and_then(Value::as_bool) {
+            base.error = b;
+        }
+        match v.get("shape").and_then(Value::as_str) {
+            Some("seed") => base.shape = Shape::Seed,
+            Some("extension") => base.shape = Shape::Extension,
+            _ => {}
+        }
+        base
+    }
+
+    fn to_json(&self) -> Value {
+        json!({
+            "undeclared": self.undeclared,
+            "nondeterministic": self.nondeterministic,
+            "delay_ms": self.delay.as_millis() as u64,
+            "error": self.error,
+            "shape": match self.shape { Shape::Seed => "seed", Shape::Extension => "extension" },
+        })
+    }
+}
+
+/// The conservative (worst-case) annotations of `manage_files`.
+pub fn worst_case_annotations() -> Value {
+    json!({"readOnlyHint": false, "destructiveHint": true, "idempotentHint": false, "openWorldHint": false})
+}
+
+/// The annotations the seed's reference implementation gives each action.
+pub fn annotations_for_action(action: &str) -> Value {
+    match action {
+        "read" => {
+            json!({"readOnlyHint": true, "destructiveHint": false, "idempotentHint": true, "openWorldHint": false})
+        }
+        "append" => {
+            json!({"readOnlyHint": false, "destructiveHint": false, "idempotentHint": false, "openWorldHint": false})
+        }
+        "replace" | "delete" => {
+            json!({"readOnlyHint": false, "destructiveHint": true, "idempotentHint": true, "openWorldHint": false})
+        }
+        _ => worst_case_annotations(),
+    }
+}
+
+fn input_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "path": {"type": "string", "description": "File path to operate on"},
+            "action": {"type": "string", "enum": ["read", "append", "replace", "delete"], "description": "Operation to perform"},
+            "content": {"type": "string", "description": "Content for append/replace operations"}
+        },
+        "required": ["path", "action"]
+    })
+}
+
+/// The `manage_files` tool as `tools/list` shows it (worst-case annotations).
+pub fn manage_files_tool() -> Value {
+    json!({
+        "name": MANAGE_FILES,
+        "description": "Read, append, replace, or delete file contents",
+        "inputSchema": input_schema(),
+        "annotations": worst_case_annotations(),
+        "resolve": true,
+        "_meta": {TOOL_RESOLUTION: {"resolvable": true}}
+    })
+}
+
+/// The `manage_files_dynamic` tool as `tools/list` shows it.
+pub fn manage_files_dynamic_tool() -> Value {
+    json!({
+        "name": MANAGE_FILES_DYNAMIC,
+        "description": "Read, append, replace, or delete file contents (dynamic annotations)",
+        "inputSchema": input_schema(),
+        "annotations": worst_case_annotations(),
+        "dynamicAnnotations": true
+    })
+}
+
+/// The `list_files` tool.
+pub fn list_files_tool() -> Value {
+    json!({
+        "name": LIST_FILES,
+        "description": "List the files in a directory",
+        "inputSchema": {"type": "object", "properties": {"dir": {"type": "string"}}, "required": ["dir"]},
+        "annotations": {"readOnlyHint": true, "destructiveHint": false, "idempotentHint": true, "openWorldHint": false}
+    })
+}
+
+struct Shared {
+    switches: Mutex<Switches>,
+    calls: AtomicU64,
+    peers: Mutex<Vec<Peer<RoleServer>>>,
+}
+
+impl Shared {
+    fn switches(&self) -> Switches {
+        self.switches
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Answers `tools/resolve` or `tools/annotations`.
+    fn answer(&self, method: &str, params: &Value, n: u64) -> Result<Value, ErrorData> {
+        let sw = self.switches();
+        if sw.error {
+            return Err(ErrorData::internal_error(
+                "resolution failed (switch)",
+                None,
+            ));
+        }
+        let name = params.get("name").and_then(Value::as_str).unwrap_or("");
+        let Some(args) = params.get("arguments").and_then(Value::as_object) else {
+            return Err(ErrorData::invalid_params(
+                "arguments must be an object",
+                None,
+            ));
+        };
+        let expected = if method == "tools/resolve" {
+            MANAGE_FILES
+        } else {
+            MANAGE_FILES_DYNAMIC
+        };
+        if name != expected {
+            return Err(ErrorData::invalid_params(
+                format!("Unknown tool: {name}"),
+                None,
+            ));
+        }
+        let action = args.get("action").and_then(Value::as_str).unwrap_or("");
+        let mut annotations = if sw.nondeterministic && n % 2 == 1 {
+            worst_case_annotations()
+        } else {
+            annotations_for_action(action)
+        };
+        if sw.undeclared {
+            annotations["openWorldHint"] = Value::Bool(true);
+        }
+        if method == "tools/annotations" {
+            return Ok(json!({"annotations": annotations}));
+        }
+        Ok(match sw.shape {
+            Shape::Seed => {
+                let mut tool = manage_files_tool();
+                tool["annotations"] = annotations;
+                json!({"tool": tool})
+            }
+            Shape::Extension => json!({
+                "resultType": "complete",
+                "name": MANAGE_FILES,
+                "annotations": annotations,
+            }),
+        })
+    }
+}
+
+#[derive(Clone)]
+struct Handler {
+    shared: Arc<Shared>,
+}
+
+impl ServerHandler for Handler {
+    fn get_info(&self) -> InitializeResult {
+        let mut caps = ServerCapabilities::default();
+        let mut tools = ToolsCapability::default();
+        tools.list_changed = Some(true);
+        caps.tools = Some(tools);
+        let mut ext = std::collections::BTreeMap::new();
+        ext.insert(TOOL_RESOLUTION.to_owned(), serde_json::Map::new());
+        caps.extensions = Some(ext);
+        InitializeResult::new(caps).with_server_info(Implementation::new(
+            "signet-example-upstream",
+            env!("CARGO_PKG_VERSION"),
+        ))
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let tools: Vec<Tool> = [
+            manage_files_tool(),
+            manage_files_dynamic_tool(),
+            list_files_tool(),
+        ]
+        .into_iter()
+        .map(|t| {
+            serde_json::from_value(t).map_err(|e| ErrorData::internal_error(e.to_string(), None))
+        })
+        .collect::<Result<_, _>>()?;
+        Ok(ListToolsResult::with_all_items(tools))
+    }
+
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, ErrorData> {
+        let method = request.method.as_str();
+        if method != "tools/resolve" && method != "tools/annotations" {
+            return Err(ErrorData::new(
+                ErrorCode::METHOD_NOT_FOUND,
+                format!("method not found: {method}"),
+                None,
+            ));
+        }
+        let n = self.shared.calls.fetch_add(1, Ordering::SeqCst);
+        let delay = self.shared.switches().delay;
+        if !delay.is_zero() {
+            tokio::time::sleep(delay).await;
+        }
+        let params = request.params.unwrap_or(Value::Null);
+        self.shared.answer(method, &params, n).map(CustomResult)
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        let mut peers = self.shared.peers.lock().unwrap_or_else(|e| e.into_inner());
+        peers.retain(|p| !p.is_transport_closed());
+        peers.push(context.peer);
+    }
+}
+
+/// A running example server.
+pub struct Running {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    serving: Mutex<Option<(CancellationToken, tokio::task::JoinHandle<()>)>>,
+}
+
+impl Running {
+    /// Starts the server on `addr` (`127.0.0.1:0` picks a free port) with
+    /// these switches. The listener is bound when this returns.
+    pub async fn start(addr: SocketAddr, switches: Switches) -> std::io::Result<Arc<Running>> {
+        let shared = Arc::new(Shared {
+            switches: Mutex::new(switches),
+            calls: AtomicU64::new(0),
+            peers: Mutex::new(Vec::new()),
+        });
+        let listener = TcpListener::bind(addr).await?;
+        let addr = listener.local_addr()?;
+        let running = Arc::new(Running {
+            addr,
+            shared,
+            serving: Mutex::new(None),
+        });
+        running.serve(listener);
+        Ok(running)
+    }
+
+    fn serve(&self, listener: TcpListener) {
+        let ct = CancellationToken::new();
+        let shared = self.shared.clone();
+        let mut config = StreamableHttpServerConfig::default();
+        config.cancellation_token = ct.child_token();
+        config.sse_keep_alive = Some(Duration::from_secs(5));
+        let mcp = StreamableHttpService::new(
+            move || {
+                Ok(Handler {
+                    shared: shared.clone(),
+                })
+            },
+            Arc::new(LocalSessionManager::default()),
+            config,
+        );
+        let app = axum::Router::new()
+            .route("/calls", get(calls))
+            .route("/switches", get(get_switches).put(put_switches))
+            .nest_service("/mcp", mcp)
+            .with_state(self.shared.clone());
+        let stop = ct.clone();
+        let task = tokio::spawn(async move {
+            let _ = axum::serve(listener, app)
+                .with_graceful_shutdown(async move { stop.cancelled().await })
+                .await;
+        });
+        *self.serving.lock().unwrap_or_else(|e| e.into_inner()) = Some((ct, task));
+    }
+
+    /// The bound address.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The MCP endpoint URL.
+    pub fn url(&self) -> String {
+        format!("http://{}/mcp", self.addr)
+    }
+
+    /// How many `tools/resolve` and `tools/annotations` requests arrived.
+    pub fn calls(&self) -> u64 {
+        self.shared.calls.load(Ordering::SeqCst)
+    }
+
+    /// The current switches.
+    pub fn switches(&self) -> Switches {
+        self.shared.switches()
+    }
+
+    /// Replaces the switches.
+    pub fn set(&self, switches: Switches) {
+        *self
+            .shared
+            .switches
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = switches;
+    }
+
+    /// Changes some switches.
+    pub fn update(&self, f: impl FnOnce(&mut Switches)) {
+        f(&mut self
+            .shared
+            .switches
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()));
+    }
+
+    /// Sends `notifications/tools/list_changed` to every connected client;
+    /// returns how many received it.
+    pub async fn notify_list_changed(&self) -> usize {
+        let peers: Vec<_> = self
+            .shared
+            .peers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        let mut sent = 0;
+        for p in peers {
+            if p.notify_tool_list_changed().await.is_ok() {
+                sent += 1;
+            }
+        }
+        sent
+    }
+
+    /// Stops listening and drops every connection and MCP session; the
+    /// port stays reserved for [`Running::restart`] only by convention.
+    pub async fn stop(&self) {
+        let serving = self
+            .serving
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        if let Some((ct, task)) = serving {
+            ct.cancel();
+            task.abort();
+            let _ = task.await;
+        }
+        self.shared
+            .peers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clear();
+    }
+
+    /// Listens again on the same address (after [`Running::stop`]).
+    pub async fn restart(&self) -> std::io::Result<()> {
+        self.stop().await;
+        let listener = TcpListener::bind(self.addr).await?;
+        self.serve(listener);
+        Ok(())
+    }
+}
+
+async fn calls(State(shared): State<Arc<Shared>>) -> Json<Value> {
+    Json(json!({"calls": shared.calls.load(Ordering::SeqCst)}))
+}
+
+async fn get_switches(State(shared): State<Arc<Shared>>) -> Json<Value> {
+    Json(shared.switches().to_json())
+}
+
+async fn put_switches(State(shared): State<Arc<Shared>>, Json(v): Json<Value>) -> Json<Value> {
+    let mut guard = shared.switches.lock().unwrap_or_else(|e| e.into_inner());
+    *guard = Switches::from_json(&v, guard.clone());
+    Json(guard.to_json())
+}

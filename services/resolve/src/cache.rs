@@ -1,0 +1,194 @@
+//! The resolve cache: checked upstream answers by [`CacheKey`].
+//!
+//! # Policy
+//!
+//! - **Bytes-weighted.** One moka cache bounded by `capacity_bytes`
+//!   (default 256 MiB); each entry weighs an estimate of what it holds (key
+//!   bytes, the served tool and findings at about twice their JSON size, and
+//!   a fixed per-entry overhead). moka's TinyLFU admission and LRU eviction
+//!   decide what stays when the cache is full: a burst of one-off keys does
+//!   not displace entries that are used.
+//! - **Expiry = the session's.** An entry never outlives the session that
+//!   produced it.
+//! - **Per-tenant share.** No tenant may hold more than `tenant_share_bytes`
+//!   (default a quarter of the capacity). A result that would take its
+//!   tenant past the share is served (and still checked and fingerprinted)
+//!   but not cached; once the tenant's own entries expire or are evicted it
+//!   is cached again. One tenant therefore never fills more than its share,
+//!   and cannot flush the others out of the rest.
+//! - **Errors are never cached**: only answers the upstream gave are.
+//! - **Invalidation.** Ending a session or an upstream
+//!   `notifications/tools/list_changed` invalidates every entry of the
+//!   session at once (moka guarantees an invalidated entry is never read
+//!   again; the memory is reclaimed by its maintenance).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use moka::notification::RemovalCause;
+
+use crate::engine::Fetched;
+use crate::key::CacheKey;
+use crate::stats::Stats;
+
+/// Fixed per-entry bytes added to every entry's weight: moka's own
+/// bookkeeping and our entry header (measured by the `cache_overhead`
+/// bench to be below this).
+pub const ENTRY_OVERHEAD: u32 = 400;
+
+/// One cached answer (held inline by moka; cloning it is one reference
+/// count; its tenant is the key's).
+#[derive(Clone)]
+pub(crate) struct Entry {
+    /// Whole seconds after the cache's epoch (16 bytes per entry fewer
+    /// than an `Instant`).
+    expires: u32,
+    weight: u32,
+    pub(crate) value: Arc<Fetched>,
+}
+
+struct SessionExpiry {
+    epoch: Instant,
+}
+
+impl SessionExpiry {
+    fn left(&self, value: &Entry, now: Instant) -> Duration {
+        (self.epoch + Duration::from_secs(u64::from(value.expires))).saturating_duration_since(now)
+    }
+}
+
+impl moka::Expiry<CacheKey, Entry> for SessionExpiry {
+    fn expire_after_create(
+        &self,
+        _key: &CacheKey,
+        value: &Entry,
+        created_at: Instant,
+    ) -> Option<Duration> {
+        Some(self.left(value, created_at))
+    }
+
+    fn expire_after_update(
+        &self,
+        _key: &CacheKey,
+        value: &Entry,
+        updated_at: Instant,
+        _duration_until_expiry: Option<Duration>,
+    ) -> Option<Duration> {
+        Some(self.left(value, updated_at))
+    }
+}
+
+type Tenants = Arc<Mutex<HashMap<Box<str>, u64>>>;
+
+/// The cache with its per-tenant accounting.
+pub(crate) struct ResolveCache {
+    epoch: Instant,
+    cache: moka::sync::Cache<CacheKey, Entry>,
+    tenants: Tenants,
+    share: u64,
+    stats: Arc<Stats>,
+}
+
+fn release(tenants: &Tenants, tenant: &str, weight: u64) {
+    let mut t = tenants.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(used) = t.get_mut(tenant) {
+        *used = used.saturating_sub(weight);
+        if *used == 0 {
+            t.remove(tenant);
+        }
+    }
+}
+
+impl ResolveCache {
+    pub(crate) fn new(capacity_bytes: u64, tenant_share_bytes: u64, stats: Arc<Stats>) -> Self {
+        let tenants: Tenants = Arc::default();
+        let listener_tenants = tenants.clone();
+        let listener_stats = stats.clone();
+        let epoch = Instant::now();
+        let cache = moka::sync::Cache::builder()
+            .max_capacity(capacity_bytes)
+            .weigher(|_k: &CacheKey, v: &Entry| v.weight)
+            .expire_after(SessionExpiry { epoch })
+            .support_invalidation_closures()
+            .eviction_listener(move |k: Arc<CacheKey>, v: Entry, _cause: RemovalCause| {
+                release(&listener_tenants, k.tenant(), u64::from(v.weight));
+                listener_stats.cache_removed(u64::from(v.weight));
+            })
+            .build();
+        Self {
+            epoch,
+            cache,
+            tenants,
+            share: tenant_share_bytes,
+            stats,
+        }
+    }
+
+    /// An entry expiring at `expires_at` (rounded up to the second).
+    pub(crate) fn entry(&self, expires_at: Instant, weight: u32, value: Arc<Fetched>) -> Entry {
+        let d = expires_at.saturating_duration_since(self.epoch);
+        let secs = d.as_secs() + u64::from(d.subsec_nanos() > 0);
+        Entry {
+            expires: u32::try_from(secs).unwrap_or(u32::MAX),
+            weight,
+            value,
+        }
+    }
+
+    pub(crate) fn get(&self, key: &CacheKey) -> Option<Entry> {
+        self.cache.get(key)
+    }
+
+    /// Caches `entry` unless its tenant is at its share; returns whether
+    /// it was cached.
+    pub(crate) fn insert(&self, key: CacheKey, entry: Entry) -> bool {
+        let w = u64::from(entry.weight);
+        {
+            let mut t = self.tenants.lock().unwrap_or_else(|e| e.into_inner());
+            let tenant = key.tenant();
+            let used = t.get(tenant).copied().unwrap_or(0);
+            if used + w > self.share {
+                drop(t);
+                self.stats.share_refusal();
+                return false;
+            }
+            match t.get_mut(tenant) {
+                Some(u) => *u += w,
+                None => {
+                    t.insert(tenant.into(), w);
+                }
+            }
+        }
+        self.stats.cache_added(w);
+        self.cache.insert(key, entry);
+        true
+    }
+
+    /// Invalidates every entry of a session (by its key prefix).
+    pub(crate) fn invalidate_session(&self, prefix: Vec<u8>) {
+        let r = self
+            .cache
+            .invalidate_entries_if(move |k: &CacheKey, _v: &Entry| k.in_session(&prefix));
+        if let Err(e) = r {
+            // Only possible when closures are not supported, which `new` enables.
+            tracing::error!(error = %e, "cannot invalidate a session's cache entries");
+        }
+    }
+
+    /// Bytes a tenant holds now.
+    pub(crate) fn tenant_bytes(&self, tenant: &str) -> u64 {
+        self.tenants
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(tenant)
+            .copied()
+            .unwrap_or(0)
+    }
+
+    /// Runs moka's pending maintenance (evictions, invalidations, listener
+    /// calls) now.
+    pub(crate) fn run_pending_tasks(&self) {
+        self.cache.run_pending_tasks();
+    }
+}

@@ -1,0 +1,756 @@
+//! The resolve engine: validate, look up, fetch once, check, serve.
+//!
+//! For one call `(session, tool, arguments)`:
+//!
+//! 1. The tool must be declared by the session's signature version
+//!    ([`ResolveError::ToolNotDeclared`]) and the arguments must satisfy its
+//!    `inputSchema` ([`ResolveError::InvalidArguments`], with pointers).
+//! 2. A tool that is neither resolvable nor `dynamicAnnotations` is
+//!    answered with its worst case (`source: static`); no upstream call.
+//! 3. Under [`CachePolicy::Session`] a cached answer is served
+//!    (`source: cache`), unless this hit is drawn for a re-check
+//!    ([`EngineConfig::recheck_rate`]).
+//! 4. Otherwise one upstream call is made however many identical calls
+//!    are waiting (an in-flight map; waiters count as coalesced). The
+//!    answer is checked by core containment against the declared tool,
+//!    remembered in the session's fingerprints, and cached (session
+//!    policy only). Errors are never cached.
+//! 5. The answer is served under the session's mode: `permissive` and
+//!    `advisory` serve it flagged (`conformant: false`, violations);
+//!    `strict` refuses a non-conforming answer, serves the worst case with
+//!    `source: fallback`, reason `refused_strict`, and the caller records a
+//!    [`ResolveEvent::StrictRefusal`]. Upstream errors, JSON-RPC errors,
+//!    timeouts and malformed answers serve the worst case with
+//!    `source: fallback` and a reason (SEP-1862 §Client Requirements: fall
+//!    back to the `tools/list` definition).
+//!
+//! **Determinism.** SEP-1862 §Behavior Requirements and the
+//! dynamic-annotations seed require the same answer for the same (name,
+//! arguments) within a session. Each session keeps a small map of key
+//! fingerprint → answer fingerprint that outlives the cached answer; an
+//! upstream answer that differs from the remembered one (after an
+//! eviction, under `resolve_cache: "none"`, or on a sampled re-check) is a
+//! [`ResolveEvent::DeterminismViolation`] and a metric. A
+//! `notifications/tools/list_changed` from the upstream clears the map (the
+//! tools may legitimately change) along with the session's entries.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, Instant, SystemTime};
+
+use serde::Serialize;
+use serde_json::Value;
+use signet_core::Mode;
+use signet_core::card::Limits;
+use signet_core::contain::{Notice, Violation};
+use signet_core::digest::canonical_bytes;
+use signet_core::error::ValidationErrors;
+use signet_core::ids::TenantId;
+use tokio::sync::watch;
+
+use crate::cache::{ENTRY_OVERHEAD, Entry, ResolveCache};
+use crate::key::{CacheKey, fingerprint, session_prefix};
+use crate::prepared::{PreparedSignature, PreparedTool};
+pub use crate::session::CachePolicy;
+use crate::stats::{FallbackReason, Stats, StatsSnapshot};
+use crate::upstream::{Connection, FetchError, ListChangedHook, Pool, UpstreamTarget};
+
+/// Everything the engine needs to know about a session, per call.
+#[derive(Debug, Clone)]
+pub struct SessionCtx {
+    /// The tenant.
+    pub tenant: TenantId,
+    /// The Signet session id.
+    pub session: String,
+    /// When the session expires (cache entries expire with it).
+    pub expires_at: SystemTime,
+    /// The pinned signature version, prepared.
+    pub signature: Arc<PreparedSignature>,
+    /// The tenant's enforcement mode.
+    pub mode: Mode,
+    /// The server's cache policy.
+    pub cache: CachePolicy,
+    /// The upstream to ask.
+    pub upstream: UpstreamTarget,
+}
+
+/// Where a served tool came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Source {
+    /// A cached upstream answer.
+    Cache,
+    /// An upstream answer fetched for this call (or one it waited on).
+    Upstream,
+    /// The worst case of a tool that does not resolve.
+    Static,
+    /// The worst case, because the upstream answer was unusable or refused.
+    Fallback,
+}
+
+/// Something the caller must append to the tenant's audit log.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum ResolveEvent {
+    /// Strict mode refused a non-conforming upstream answer.
+    StrictRefusal {
+        /// The tool.
+        tool: String,
+        /// Fingerprint of the call's key (the arguments are not recorded).
+        key: String,
+        /// The answer's violations.
+        violations: Vec<Violation>,
+    },
+    /// The upstream answered the same key differently within the session.
+    DeterminismViolation {
+        /// The tool.
+        tool: String,
+        /// Fingerprint of the call's key (the arguments are not recorded).
+        key: String,
+        /// Fingerprint of the answer remembered for the key.
+        previous: String,
+        /// Fingerprint of the new answer.
+        current: String,
+    },
+}
+
+/// The answer to one resolve call (the HTTP response body).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Resolution {
+    /// Always a complete tool.
+    pub tool: Value,
+    /// Where it came from.
+    pub source: Source,
+    /// False when the upstream answer violated the signature.
+    pub conformant: bool,
+    /// The upstream answer's violations.
+    pub violations: Vec<Violation>,
+    /// The upstream answer's notices.
+    pub notices: Vec<Notice>,
+    /// Why the worst case was served (`source: fallback`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Events the caller must append to the audit log.
+    #[serde(skip)]
+    pub events: Vec<ResolveEvent>,
+}
+
+/// A call that cannot be resolved at all.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ResolveError {
+    /// The signature does not declare this tool (HTTP 404).
+    #[error("tool {0:?} is not declared by the session's signature")]
+    ToolNotDeclared(String),
+    /// The arguments do not satisfy the declared `inputSchema` (HTTP 422).
+    #[error("arguments do not match the tool's inputSchema: {0}")]
+    InvalidArguments(ValidationErrors),
+}
+
+/// Engine settings.
+#[derive(Debug, Clone)]
+pub struct EngineConfig {
+    /// Cache capacity in bytes (default 256 MiB).
+    pub capacity_bytes: u64,
+    /// Bytes one tenant may hold (default a quarter of the capacity).
+    pub tenant_share_bytes: u64,
+    /// Total time for one upstream exchange, connecting and initializing
+    /// included (default 5 s).
+    pub upstream_timeout: Duration,
+    /// TCP connect timeout (default 2 s).
+    pub connect_timeout: Duration,
+    /// Fraction of cache hits re-fetched to check determinism (default 0).
+    pub recheck_rate: f64,
+    /// Key fingerprints remembered per session (default 256); beyond it
+    /// new keys are not remembered.
+    pub fingerprints_per_session: usize,
+    /// Sessions with state (upstream connection, fingerprints) per
+    /// replica (default 16,384; the least recently used go first).
+    pub max_sessions: u64,
+    /// Limits under which upstream answers are parsed.
+    pub limits: Limits,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        let capacity = 256 * 1024 * 1024;
+        Self {
+            capacity_bytes: capacity,
+            tenant_share_bytes: capacity / 4,
+            upstream_timeout: Duration::from_secs(5),
+            connect_timeout: Duration::from_secs(2),
+            recheck_rate: 0.0,
+            fingerprints_per_session: 256,
+            max_sessions: 16_384,
+            limits: Limits::default(),
+        }
+    }
+}
+
+/// A checked upstream answer (what the cache holds).
+#[derive(Debug)]
+pub(crate) struct Fetched {
+    tool: Value,
+    conformant: bool,
+    violations: Vec<Violation>,
+    notices: Vec<Notice>,
+}
+
+/// What the one upstream call of a key produced, shared with its waiters.
+#[derive(Debug)]
+struct Done {
+    fetched: Arc<Fetched>,
+    /// (previous, current) answer fingerprints when they differ.
+    determinism: Option<(u128, u128)>,
+}
+
+type Outcome = Arc<Result<Done, FetchError>>;
+
+/// Per-session state on this replica.
+struct SessionState {
+    prefix: Vec<u8>,
+    expires_at: Instant,
+    conn: tokio::sync::Mutex<Option<Arc<Connection>>>,
+    fingerprints: Mutex<HashMap<u128, u128>>,
+    backoff_until: Mutex<Option<Instant>>,
+    ended: AtomicBool,
+}
+
+impl SessionState {
+    fn close(&self) {
+        self.ended.store(true, Ordering::SeqCst);
+        if let Ok(mut c) = self.conn.try_lock()
+            && let Some(conn) = c.take()
+        {
+            conn.close();
+        }
+    }
+}
+
+struct SessionExpiry;
+
+impl moka::Expiry<Vec<u8>, Arc<SessionState>> for SessionExpiry {
+    fn expire_after_create(
+        &self,
+        _key: &Vec<u8>,
+        value: &Arc<SessionState>,
+        created_at: Instant,
+    ) -> Option<Duration> {
+        Some(value.expires_at.saturating_duration_since(created_at))
+    }
+}
+
+struct Inner {
+    cfg: EngineConfig,
+    cache: ResolveCache,
+    stats: Arc<Stats>,
+    inflight: Mutex<HashMap<CacheKey, watch::Receiver<Option<Outcome>>>>,
+    sessions: moka::sync::Cache<Vec<u8>, Arc<SessionState>>,
+    pool: Pool,
+    draws: AtomicU64,
+}
+
+/// The resolve engine (one per process; cheap to share by reference).
+pub struct Engine {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine").finish_non_exhaustive()
+    }
+}
+
+/// The `Instant` of a wall-clock time (now when it has passed).
+fn instant_of(t: SystemTime) -> Instant {
+    let now = Instant::now();
+    match t.duration_since(SystemTime::now()) {
+        Ok(d) => now + d,
+        Err(_) => now,
+    }
+}
+
+fn hex128(x: u128) -> String {
+    format!("{x:032x}")
+}
+
+/// splitmix64: a well-mixed 64-bit value from a counter.
+fn mix(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+impl Engine {
+    /// Builds an engine.
+    pub fn new(cfg: EngineConfig) -> Engine {
+        let stats = Arc::new(Stats::default());
+        let cache = ResolveCache::new(cfg.capacity_bytes, cfg.tenant_share_bytes, stats.clone());
+        let sessions = moka::sync::Cache::builder()
+            .max_capacity(cfg.max_sessions)
+            .expire_after(SessionExpiry)
+            .eviction_listener(|_k, v: Arc<SessionState>, _cause| v.close())
+            .build();
+        Engine {
+            inner: Arc::new(Inner {
+                pool: Pool::new(cfg.connect_timeout),
+                cfg,
+                cache,
+                stats,
+                inflight: Mutex::new(HashMap::new()),
+                sessions,
+                draws: AtomicU64::new(0),
+            }),
+        }
+    }
+
+    /// Resolves one call (see the module documentation).
+    pub async fn resolve(
+        &self,
+        ctx: &SessionCtx,
+        name: &str,
+        arguments: &Value,
+    ) -> Result<Resolution, ResolveError> {
+        let inner = &self.inner;
+        let tool = ctx
+            .signature
+            .tool(name)
+            .ok_or_else(|| ResolveError::ToolNotDeclared(name.to_owned()))?;
+        tool.validate(arguments)
+            .map_err(ResolveError::InvalidArguments)?;
+        let Some(method) = tool.kind().method() else {
+            inner.stats.static_answer();
+            return Ok(Resolution {
+                tool: tool.worst_case().clone(),
+                source: Source::Static,
+                conformant: true,
+                violations: Vec::new(),
+                notices: Vec::new(),
+                reason: None,
+                events: Vec::new(),
+            });
+        };
+        let key = CacheKey::new(ctx.tenant.as_str(), &ctx.session, name, arguments);
+        let mut recheck = false;
+        if ctx.cache == CachePolicy::Session
+            && let Some(e) = inner.cache.get(&key)
+        {
+            if !self.draw_recheck() {
+                inner.stats.hit();
+                return Ok(serve(inner, ctx, tool, &e.value, Source::Cache, None));
+            }
+            recheck = true;
+        }
+        inner.stats.miss();
+        let state = self.session_state(ctx);
+        let backing_off = state
+            .backoff_until
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_some_and(|until| Instant::now() < until);
+        if backing_off {
+            return Ok(fallback(inner, tool, FallbackReason::RetryAfter));
+        }
+        // One upstream call per key: join the call in flight or start one.
+        let (mut rx, leader) = {
+            let mut inflight = inner.inflight.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(rx) = inflight.get(&key) {
+                (rx.clone(), false)
+            } else {
+                // The call that just finished cached its answer before
+                // leaving the in-flight map: look again under the lock.
+                if ctx.cache == CachePolicy::Session
+                    && !recheck
+                    && let Some(e) = inner.cache.get(&key)
+                {
+                    drop(inflight);
+                    inner.stats.hit();
+                    return Ok(serve(inner, ctx, tool, &e.value, Source::Cache, None));
+                }
+                let (tx, rx) = watch::channel(None);
+                inflight.insert(key.clone(), rx.clone());
+                tokio::spawn(fetch(
+                    inner.clone(),
+                    state.clone(),
+                    ctx.clone(),
+                    method,
+                    name.to_owned(),
+                    arguments.clone(),
+                    key.clone(),
+                    tx,
+                ));
+                (rx, true)
+            }
+        };
+        if !leader {
+            inner.stats.coalesced();
+        }
+        let outcome: Option<Outcome> = match rx.wait_for(Option::is_some).await {
+            Ok(v) => v.clone(),
+            Err(_) => None,
+        };
+        let Some(outcome) = outcome else {
+            // The fetch task ended without an answer (it panicked).
+            return Ok(fallback(inner, tool, FallbackReason::UpstreamError));
+        };
+        match outcome.as_ref() {
+            Ok(done) => {
+                let mut r = serve(
+                    inner,
+                    ctx,
+                    tool,
+                    &done.fetched,
+                    Source::Upstream,
+                    leader.then(|| key.fingerprint()),
+                );
+                if leader && let Some((previous, current)) = done.determinism {
+                    r.events.push(ResolveEvent::DeterminismViolation {
+                        tool: name.to_owned(),
+                        key: hex128(key.fingerprint()),
+                        previous: hex128(previous),
+                        current: hex128(current),
+                    });
+                }
+                Ok(r)
+            }
+            Err(e) => Ok(fallback(
+                inner,
+                tool,
+                match e {
+                    FetchError::Transport { .. } => FallbackReason::UpstreamError,
+                    FetchError::Rpc { .. } => FallbackReason::RpcError,
+                    FetchError::Timeout => FallbackReason::Timeout,
+                    FetchError::Malformed(_) => FallbackReason::Malformed,
+                },
+            )),
+        }
+    }
+
+    /// Resolves several calls, in order; misses are fetched concurrently.
+    pub async fn resolve_batch(
+        &self,
+        ctx: &SessionCtx,
+        calls: &[(String, Value)],
+    ) -> Vec<Result<Resolution, ResolveError>> {
+        futures::future::join_all(calls.iter().map(|(n, a)| self.resolve(ctx, n, a))).await
+    }
+
+    /// Ends a session on this replica: its cache entries are invalidated
+    /// at once, its fingerprints dropped and its upstream connection
+    /// closed.
+    pub fn end_session(&self, tenant: &TenantId, session: &str) {
+        let prefix = session_prefix(tenant.as_str(), session);
+        if let Some(state) = self.inner.sessions.get(&prefix) {
+            state.close();
+        }
+        self.inner.sessions.invalidate(&prefix);
+        self.inner.cache.invalidate_session(prefix);
+    }
+
+    /// Every counter, for `/metrics`.
+    pub fn stats(&self) -> StatsSnapshot {
+        self.inner.stats.snapshot()
+    }
+
+    /// Bytes a tenant's entries hold in the cache now.
+    pub fn tenant_cache_bytes(&self, tenant: &TenantId) -> u64 {
+        self.inner.cache.tenant_bytes(tenant.as_str())
+    }
+
+    /// Runs the cache's pending maintenance now (evictions, invalidations);
+    /// it otherwise runs as the cache is used. `/metrics` runs it before
+    /// reading the counts.
+    pub fn run_pending_tasks(&self) {
+        self.inner.cache.run_pending_tasks();
+        self.inner.sessions.run_pending_tasks();
+    }
+
+    fn draw_recheck(&self) -> bool {
+        let rate = self.inner.cfg.recheck_rate;
+        if rate <= 0.0 {
+            return false;
+        }
+        let n = mix(self.inner.draws.fetch_add(1, Ordering::Relaxed));
+        (n as f64 / u64::MAX as f64) < rate
+    }
+
+    fn session_state(&self, ctx: &SessionCtx) -> Arc<SessionState> {
+        let prefix = session_prefix(ctx.tenant.as_str(), &ctx.session);
+        self.inner.sessions.get_with(prefix.clone(), || {
+            Arc::new(SessionState {
+                prefix,
+                expires_at: instant_of(ctx.expires_at),
+                conn: tokio::sync::Mutex::new(None),
+                fingerprints: Mutex::new(HashMap::new()),
+                backoff_until: Mutex::new(None),
+                ended: AtomicBool::new(false),
+            })
+        })
+    }
+}
+
+/// Serves a checked answer under the session's mode. `fresh` is the key
+/// fingerprint when this call made the upstream request (it then reports a
+/// strict refusal; waiters and cache hits do not report it again).
+fn serve(
+    inner: &Inner,
+    ctx: &SessionCtx,
+    tool: &PreparedTool,
+    f: &Fetched,
+    source: Source,
+    fresh: Option<u128>,
+) -> Resolution {
+    if !f.conformant && ctx.mode == Mode::Strict {
+        inner.stats.fallback(FallbackReason::RefusedStrict);
+        let events = fresh
+            .map(|k| ResolveEvent::StrictRefusal {
+                tool: tool.name().to_owned(),
+                key: hex128(k),
+                violations: f.violations.clone(),
+            })
+            .into_iter()
+            .collect();
+        return Resolution {
+            tool: tool.worst_case().clone(),
+            source: Source::Fallback,
+            conformant: false,
+            violations: f.violations.clone(),
+            notices: f.notices.clone(),
+            reason: Some(FallbackReason::RefusedStrict.as_str().to_owned()),
+            events,
+        };
+    }
+    Resolution {
+        tool: f.tool.clone(),
+        source,
+        conformant: f.conformant,
+        violations: f.violations.clone(),
+        notices: f.notices.clone(),
+        reason: None,
+        events: Vec::new(),
+    }
+}
+
+fn fallback(inner: &Inner, tool: &PreparedTool, reason: FallbackReason) -> Resolution {
+    inner.stats.fallback(reason);
+    Resolution {
+        tool: tool.worst_case().clone(),
+        source: Source::Fallback,
+        conformant: true,
+        violations: Vec::new(),
+        notices: Vec::new(),
+        reason: Some(reason.as_str().to_owned()),
+        events: Vec::new(),
+    }
+}
+
+/// Makes (or reuses) the session's connection.
+async fn connection(
+    inner: &Arc<Inner>,
+    state: &Arc<SessionState>,
+    target: &UpstreamTarget,
+) -> Result<Arc<Connection>, FetchError> {
+    let mut guard = state.conn.lock().await;
+    if let Some(c) = guard.as_ref()
+        && !c.is_closed()
+    {
+        return Ok(c.clone());
+    }
+    let weak_inner: Weak<Inner> = Arc::downgrade(inner);
+    let weak_state: Weak<SessionState> = Arc::downgrade(state);
+    let hook: ListChangedHook = Arc::new(move || {
+        if let (Some(inner), Some(state)) = (weak_inner.upgrade(), weak_state.upgrade()) {
+            state
+                .fingerprints
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .clear();
+            inner.cache.invalidate_session(state.prefix.clone());
+            tracing::info!("upstream tool list changed: session cache invalidated");
+        }
+    });
+    let c = Arc::new(Connection::open(&inner.pool, target, hook).await?);
+    tracing::debug!(
+        capabilities = ?c.server_capabilities(),
+        "upstream connection initialized"
+    );
+    *guard = Some(c.clone());
+    Ok(c)
+}
+
+/// The one upstream call of a key; its outcome goes to every waiter.
+#[allow(clippy::too_many_arguments)]
+async fn fetch(
+    inner: Arc<Inner>,
+    state: Arc<SessionState>,
+    ctx: SessionCtx,
+    method: &'static str,
+    name: String,
+    arguments: Value,
+    key: CacheKey,
+    tx: watch::Sender<Option<Outcome>>,
+) {
+    let started = Instant::now();
+    let answer = tokio::time::timeout(inner.cfg.upstream_timeout, async {
+        let conn = connection(&inner, &state, &ctx.upstream).await?;
+        conn.call(method, &name, &arguments).await
+    })
+    .await
+    .unwrap_or(Err(FetchError::Timeout));
+    inner.stats.upstream_call(started.elapsed());
+    let outcome: Result<Done, FetchError> = match answer {
+        Err(e) => {
+            if let FetchError::Transport { retry_after, .. } = &e {
+                // The connection may be broken: make a new one next time.
+                if let Some(c) = state.conn.lock().await.take() {
+                    c.close();
+                }
+                if let Some(d) = retry_after {
+                    let until = Instant::now() + (*d).min(Duration::from_secs(600));
+                    *state
+                        .backoff_until
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner()) = Some(until);
+                }
+            }
+            tracing::warn!(
+                tenant.id = %ctx.tenant,
+                session.id = %ctx.session,
+                tool.name = %name,
+                error = ?e,
+                "upstream resolution failed"
+            );
+            Err(e)
+        }
+        Ok(raw) => match checked(&inner, &ctx, &name, &raw) {
+            Err(e) => Err(e),
+            Ok((fetched, result_fp)) => {
+                let determinism = remember(&inner, &state, key.fingerprint(), result_fp);
+                let fetched = Arc::new(fetched);
+                if ctx.cache == CachePolicy::Session && !state.ended.load(Ordering::SeqCst) {
+                    let weight = weigh(&key, &raw);
+                    inner.cache.insert(
+                        key.clone(),
+                        inner.cache.entry(state.expires_at, weight, fetched.clone()),
+                    );
+                }
+                Ok(Done {
+                    fetched,
+                    determinism,
+                })
+            }
+        },
+    };
+    // Leave the in-flight map only once the answer is cached, so a later
+    // caller finds one or the other.
+    inner
+        .inflight
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .remove(&key);
+    let _ = tx.send(Some(Arc::new(outcome)));
+}
+
+/// Checks a raw upstream answer; returns it ready to serve with the
+/// answer's fingerprint.
+fn checked(
+    inner: &Inner,
+    ctx: &SessionCtx,
+    name: &str,
+    raw: &Value,
+) -> Result<(Fetched, u128), FetchError> {
+    let tool = ctx
+        .signature
+        .tool(name)
+        .ok_or_else(|| FetchError::Malformed("tool vanished".into()))?;
+    let report = tool
+        .check(raw, &inner.cfg.limits)
+        .map_err(|e| FetchError::Malformed(e.to_string()))?;
+    for v in &report.violations {
+        inner.stats.violation(v.kind);
+    }
+    let fp = fingerprint(&canonical_bytes(raw));
+    Ok((
+        Fetched {
+            tool: tool.served_tool(raw),
+            conformant: report.conformant,
+            violations: report.violations,
+            notices: report.notices,
+        },
+        fp,
+    ))
+}
+
+/// Records the answer fingerprint of a key; returns (previous, current)
+/// when the session had remembered a different answer.
+fn remember(
+    inner: &Inner,
+    state: &SessionState,
+    key_fp: u128,
+    result_fp: u128,
+) -> Option<(u128, u128)> {
+    let mut fps = state.fingerprints.lock().unwrap_or_else(|e| e.into_inner());
+    match fps.get_mut(&key_fp) {
+        Some(prev) if *prev != result_fp => {
+            let previous = *prev;
+            *prev = result_fp;
+            inner.stats.determinism_violation();
+            Some((previous, result_fp))
+        }
+        Some(_) => None,
+        None => {
+            if fps.len() < inner.cfg.fingerprints_per_session {
+                fps.insert(key_fp, result_fp);
+            }
+            None
+        }
+    }
+}
+
+/// The weight of an entry: key bytes, the answer at about twice its
+/// JSON size (a `Value` tree costs more than its text), and the fixed
+/// per-entry overhead.
+fn weigh(key: &CacheKey, raw: &Value) -> u32 {
+    let json = canonical_bytes(raw).len();
+    let w = key.heap_size() + 2 * json + ENTRY_OVERHEAD as usize;
+    u32::try_from(w).unwrap_or(u32::MAX)
+}
+
+/// Measures the cache's overhead per entry beyond its key and value:
+/// inserts `n` prepared entries into a fresh cache and divides the growth
+/// of the resident set by `n`. Linux only (`/proc/self/statm`); `None`
+/// elsewhere. Used by the `cache_overhead` bench.
+#[doc(hidden)]
+pub fn measure_cache_overhead(n: usize) -> Option<f64> {
+    fn rss() -> Option<u64> {
+        let s = std::fs::read_to_string("/proc/self/statm").ok()?;
+        let pages: u64 = s.split_whitespace().nth(1)?.parse().ok()?;
+        Some(pages * 4096)
+    }
+    let stats = Arc::new(Stats::default());
+    let cache = ResolveCache::new(u64::MAX / 2, u64::MAX / 2, stats);
+    let expires_at = Instant::now() + Duration::from_secs(3600);
+    let items: Vec<(CacheKey, Entry)> = (0..n)
+        .map(|i| {
+            let args = serde_json::json!({"path": format!("/f/{i}"), "action": "read"});
+            let key = CacheKey::new("acme", "session-0001", "manage_files", &args);
+            let value = Arc::new(Fetched {
+                tool: serde_json::json!({"name": "manage_files"}),
+                conformant: true,
+                violations: Vec::new(),
+                notices: Vec::new(),
+            });
+            let entry = cache.entry(expires_at, 1, value);
+            (key, entry)
+        })
+        .collect();
+    cache.run_pending_tasks();
+    let before = rss()?;
+    for (k, e) in items {
+        cache.insert(k, e);
+    }
+    cache.run_pending_tasks();
+    let after = rss()?;
+    Some(after.saturating_sub(before) as f64 / n as f64)
+}

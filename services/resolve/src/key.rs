@@ -1,0 +1,154 @@
+//! Cache keys: (tenant, session, tool, RFC 8785 bytes of the arguments).
+//!
+//! The key is one byte string: each of tenant, session and tool is written
+//! as a 4-byte little-endian length followed by its bytes, and the canonical
+//! arguments take the rest. Length prefixes make the encoding injective, so
+//! no two tuples share a key (`("ab","c")` and `("a","bc")` differ), and a
+//! session's keys all start with the same prefix ([`session_prefix`]), which
+//! is how a session's entries are found for eviction.
+//!
+//! The arguments go through `signet_core::digest::write_canonical`: `1` and
+//! `1.0`, reordered keys, or `"\u0041"` and `"A"` give the same key.
+
+use std::hash::{Hash, Hasher};
+
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+use signet_core::digest::write_canonical;
+
+/// A resolve-cache key.
+#[derive(Clone, PartialEq, Eq)]
+pub struct CacheKey {
+    bytes: Box<[u8]>,
+    prefix_len: u32,
+}
+
+impl Hash for CacheKey {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        state.write(&self.bytes);
+    }
+}
+
+impl std::fmt::Debug for CacheKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Arguments may hold personal data: show only their size and a hash.
+        write!(
+            f,
+            "CacheKey({} bytes, {:032x})",
+            self.bytes.len(),
+            self.fingerprint()
+        )
+    }
+}
+
+fn push_str(out: &mut Vec<u8>, s: &str) {
+    out.extend_from_slice(&(s.len() as u32).to_le_bytes());
+    out.extend_from_slice(s.as_bytes());
+}
+
+/// The bytes every key of one session starts with.
+pub fn session_prefix(tenant: &str, session: &str) -> Vec<u8> {
+    let mut out = Vec::with_capacity(8 + tenant.len() + session.len());
+    push_str(&mut out, tenant);
+    push_str(&mut out, session);
+    out
+}
+
+impl CacheKey {
+    /// Builds the key of resolving `tool` with `arguments` in a session.
+    pub fn new(tenant: &str, session: &str, tool: &str, arguments: &Value) -> Self {
+        let mut out = Vec::with_capacity(64 + tenant.len() + session.len() + tool.len());
+        push_str(&mut out, tenant);
+        push_str(&mut out, session);
+        let prefix_len = out.len() as u32;
+        push_str(&mut out, tool);
+        write_canonical(&mut out, arguments);
+        Self {
+            bytes: out.into_boxed_slice(),
+            prefix_len,
+        }
+    }
+
+    /// The encoded key.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+
+    /// True when the key belongs to the session whose [`session_prefix`] is
+    /// `prefix`.
+    pub fn in_session(&self, prefix: &[u8]) -> bool {
+        self.bytes[..self.prefix_len as usize] == *prefix
+    }
+
+    /// A 128-bit SHA-256 fingerprint of the key (what the determinism check
+    /// remembers once the entry itself is gone).
+    pub fn fingerprint(&self) -> u128 {
+        fingerprint(&self.bytes)
+    }
+
+    /// The tenant the key belongs to.
+    pub fn tenant(&self) -> &str {
+        let len = u32::from_le_bytes([self.bytes[0], self.bytes[1], self.bytes[2], self.bytes[3]]);
+        std::str::from_utf8(&self.bytes[4..4 + len as usize]).unwrap_or("")
+    }
+
+    /// Bytes held by the key (for the cache weigher).
+    pub fn heap_size(&self) -> usize {
+        self.bytes.len()
+    }
+}
+
+/// The first 128 bits of SHA-256 of `bytes`.
+pub fn fingerprint(bytes: &[u8]) -> u128 {
+    let d = Sha256::digest(bytes);
+    let mut b = [0u8; 16];
+    b.copy_from_slice(&d[..16]);
+    u128::from_le_bytes(b)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn canonical_arguments() {
+        let a = CacheKey::new("t1", "s", "x", &json!({"a": 1, "b": [1.0, "A"]}));
+        let b = CacheKey::new("t1", "s", "x", &json!({"b": [1, "\u{41}"], "a": 1.0}));
+        assert_eq!(a, b);
+        assert_eq!(a.fingerprint(), b.fingerprint());
+        let c = CacheKey::new("t1", "s", "x", &json!({"a": 2, "b": [1, "A"]}));
+        assert_ne!(a, c);
+    }
+
+    #[test]
+    fn length_prefixes_keep_tuples_apart() {
+        let v = json!({});
+        let keys = [
+            CacheKey::new("ab", "c", "t", &v),
+            CacheKey::new("a", "bc", "t", &v),
+            CacheKey::new("a", "b", "ct", &v),
+            CacheKey::new("a", "bct", "", &v),
+        ];
+        for (i, a) in keys.iter().enumerate() {
+            for b in &keys[i + 1..] {
+                assert_ne!(a, b);
+            }
+        }
+        // A tool name cannot run into the arguments either.
+        assert_ne!(
+            CacheKey::new("a", "b", "t", &json!("x")),
+            CacheKey::new("a", "b", "t\"", &json!("x"))
+        );
+    }
+
+    #[test]
+    fn session_membership() {
+        let k = CacheKey::new("acme", "s1", "t", &json!({"a": 1}));
+        assert!(k.in_session(&session_prefix("acme", "s1")));
+        assert_eq!(k.tenant(), "acme");
+        assert!(!k.in_session(&session_prefix("acme", "s2")));
+        assert!(!k.in_session(&session_prefix("acm", "es1")));
+        assert!(!format!("{k:?}").contains("\"a\""));
+    }
+}

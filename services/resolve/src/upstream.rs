@@ -1,0 +1,410 @@
+//! The upstream MCP client: the official Rust SDK (`rmcp`) over Streamable
+//! HTTP, on our own reqwest clients.
+//!
+//! - One reqwest client (connection pool) per upstream origin: no
+//!   redirects, 2 s connect timeout. The total timeout of a resolution is
+//!   applied around the whole exchange by the engine, so that the
+//!   long-lived notification stream is not cut by it.
+//! - One MCP connection per Signet session and replica, initialized lazily
+//!   on the first miss (`initialize` once; rmcp keeps the negotiated
+//!   capabilities and the MCP session id, and re-initializes when the
+//!   upstream forgets the session). A connection that fails at the
+//!   transport level is dropped and made again on the next miss.
+//! - The client advertises the tool-resolution extension under
+//!   `capabilities.extensions`, sends `tools/resolve` (SEP-1862) or
+//!   `tools/annotations` (dynamic-annotations seed), and adds the session's
+//!   upstream headers — never the caller's Signet token, which this crate
+//!   never sees.
+//! - `notifications/tools/list_changed` from the upstream calls the hook
+//!   given at connection time (the engine invalidates the session).
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+
+use http::{HeaderName, HeaderValue};
+use rmcp::model::{
+    ClientCapabilities, ClientConfig, ClientRequest, CustomRequest, Implementation,
+    ProtocolVersion, ServerResult,
+};
+use rmcp::service::{NotificationContext, RunningService, ServiceError};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::{
+    HttpStatusError, StreamableHttpClientTransportConfig,
+};
+use rmcp::{ClientHandler, RoleClient, ServiceExt};
+use serde_json::{Map, Value};
+
+use crate::prepared::TOOL_RESOLUTION;
+
+/// Where a session's upstream lives and the headers to send it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct UpstreamTarget {
+    /// The MCP endpoint (`http` or `https`).
+    pub url: String,
+    /// Headers added to every upstream request (credentials: never logged).
+    pub headers: Vec<(String, String)>,
+}
+
+impl fmt::Debug for UpstreamTarget {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let names: Vec<&str> = self.headers.iter().map(|(n, _)| n.as_str()).collect();
+        f.debug_struct("UpstreamTarget")
+            .field("url", &self.url)
+            .field("headers", &format_args!("{names:?} (values redacted)"))
+            .finish()
+    }
+}
+
+/// Why an upstream target was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TargetError {
+    /// Not an absolute `http(s)` URL.
+    #[error("upstream url must be an absolute http or https URL")]
+    InvalidUrl,
+    /// A header name or value that HTTP does not allow.
+    #[error("upstream header {0:?} is not a valid HTTP header")]
+    InvalidHeader(String),
+    /// A header the MCP transport sets itself.
+    #[error("upstream header {0:?} is set by the MCP transport and cannot be given")]
+    ReservedHeader(String),
+}
+
+const RESERVED_HEADERS: &[&str] = &[
+    "accept",
+    "content-type",
+    "content-length",
+    "host",
+    "mcp-session-id",
+    "mcp-protocol-version",
+    "last-event-id",
+    "connection",
+    "transfer-encoding",
+];
+
+impl UpstreamTarget {
+    /// Checks the URL and headers (what session creation should call).
+    pub fn validate(&self) -> Result<(), TargetError> {
+        origin(&self.url).ok_or(TargetError::InvalidUrl)?;
+        self.header_map().map(|_| ())
+    }
+
+    fn header_map(&self) -> Result<HashMap<HeaderName, HeaderValue>, TargetError> {
+        let mut out = HashMap::new();
+        for (n, v) in &self.headers {
+            let name = HeaderName::try_from(n.as_str())
+                .map_err(|_| TargetError::InvalidHeader(n.clone()))?;
+            if RESERVED_HEADERS.contains(&name.as_str()) {
+                return Err(TargetError::ReservedHeader(n.clone()));
+            }
+            let mut value = HeaderValue::try_from(v.as_str())
+                .map_err(|_| TargetError::InvalidHeader(n.clone()))?;
+            value.set_sensitive(true);
+            out.insert(name, value);
+        }
+        Ok(out)
+    }
+}
+
+/// `scheme://host[:port]` of an absolute http(s) URL.
+fn origin(url: &str) -> Option<String> {
+    let u = reqwest::Url::parse(url).ok()?;
+    if !matches!(u.scheme(), "http" | "https") || u.host_str().is_none() {
+        return None;
+    }
+    Some(u.origin().ascii_serialization())
+}
+
+/// A failed upstream exchange (never cached).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum FetchError {
+    /// Unreachable, HTTP error, or a broken transport.
+    Transport {
+        detail: String,
+        retry_after: Option<Duration>,
+    },
+    /// A JSON-RPC error answer.
+    Rpc { code: i32, message: String },
+    /// The configured total timeout passed.
+    Timeout,
+    /// An answer that is not a resolution result.
+    Malformed(String),
+}
+
+/// The reqwest clients, one per upstream origin.
+pub(crate) struct Pool {
+    clients: Mutex<HashMap<String, reqwest::Client>>,
+    connect_timeout: Duration,
+}
+
+impl Pool {
+    pub(crate) fn new(connect_timeout: Duration) -> Self {
+        Self {
+            clients: Mutex::new(HashMap::new()),
+            connect_timeout,
+        }
+    }
+
+    fn client(&self, url: &str) -> Result<reqwest::Client, FetchError> {
+        let origin = origin(url).ok_or_else(|| FetchError::Transport {
+            detail: "invalid upstream url".into(),
+            retry_after: None,
+        })?;
+        let mut clients = self.clients.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(c) = clients.get(&origin) {
+            return Ok(c.clone());
+        }
+        let c = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .connect_timeout(self.connect_timeout)
+            .pool_idle_timeout(Duration::from_secs(60))
+            .tcp_nodelay(true)
+            .build()
+            .map_err(|e| FetchError::Transport {
+                detail: format!("cannot build an HTTP client: {e}"),
+                retry_after: None,
+            })?;
+        clients.insert(origin, c.clone());
+        Ok(c)
+    }
+}
+
+/// Called when the upstream says its tool list changed.
+pub(crate) type ListChangedHook = Arc<dyn Fn() + Send + Sync>;
+
+struct Handler {
+    info: ClientConfig,
+    on_list_changed: ListChangedHook,
+}
+
+impl ClientHandler for Handler {
+    fn get_info(&self) -> ClientConfig {
+        self.info.clone()
+    }
+
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        (self.on_list_changed)();
+    }
+}
+
+fn client_info() -> ClientConfig {
+    let mut caps = ClientCapabilities::default();
+    let mut ext = std::collections::BTreeMap::new();
+    ext.insert(TOOL_RESOLUTION.to_owned(), Map::new());
+    caps.extensions = Some(ext);
+    let mut info = ClientConfig::new(
+        caps,
+        Implementation::new("signet-resolve", env!("CARGO_PKG_VERSION")),
+    );
+    info.protocol_version = ProtocolVersion::V_2025_11_25;
+    info
+}
+
+/// One initialized MCP connection.
+pub(crate) struct Connection {
+    service: RunningService<RoleClient, Handler>,
+}
+
+impl Connection {
+    /// Connects and initializes.
+    pub(crate) async fn open(
+        pool: &Pool,
+        target: &UpstreamTarget,
+        on_list_changed: ListChangedHook,
+    ) -> Result<Connection, FetchError> {
+        let client = pool.client(&target.url)?;
+        let headers = target.header_map().map_err(|e| FetchError::Transport {
+            detail: e.to_string(),
+            retry_after: None,
+        })?;
+        let mut config = StreamableHttpClientTransportConfig::with_uri(target.url.as_str())
+            .custom_headers(headers)
+            .max_json_response_size(1024 * 1024)
+            .reinit_on_expired_session(true);
+        config.max_concurrent_requests = 64;
+        let transport = StreamableHttpClientTransport::with_client(client, config);
+        let handler = Handler {
+            info: client_info(),
+            on_list_changed,
+        };
+        let service = handler
+            .serve(transport)
+            .await
+            .map_err(|e| FetchError::Transport {
+                detail: format!("initialize failed: {e}"),
+                retry_after: retry_after_in(&e),
+            })?;
+        Ok(Connection { service })
+    }
+
+    /// The server's `initialize` answer, if any.
+    pub(crate) fn server_capabilities(&self) -> Option<Value> {
+        self.service
+            .peer()
+            .peer_info()
+            .and_then(|i| serde_json::to_value(&i.capabilities).ok())
+    }
+
+    /// Sends `method` (`tools/resolve` or `tools/annotations`) and returns
+    /// the raw result object.
+    pub(crate) async fn call(
+        &self,
+        method: &str,
+        name: &str,
+        arguments: &Value,
+    ) -> Result<Value, FetchError> {
+        let mut params = Map::new();
+        params.insert("name".into(), Value::String(name.to_owned()));
+        params.insert("arguments".into(), arguments.clone());
+        let req =
+            ClientRequest::CustomRequest(CustomRequest::new(method, Some(Value::Object(params))));
+        match self.service.peer().send_request(req).await {
+            Ok(ServerResult::CustomResult(r)) => Ok(r.0),
+            // Another result type matched the untagged union first; its
+            // serialisation is what the upstream sent, less unknown members.
+            Ok(other) => serde_json::to_value(&other)
+                .map_err(|e| FetchError::Malformed(format!("unreadable result: {e}"))),
+            Err(ServiceError::McpError(e)) => Err(FetchError::Rpc {
+                code: e.code.0,
+                message: e.message.to_string(),
+            }),
+            Err(e) => Err(FetchError::Transport {
+                detail: e.to_string(),
+                retry_after: retry_after_in(&e),
+            }),
+        }
+    }
+
+    /// True when the transport has closed (the connection must be made
+    /// again).
+    pub(crate) fn is_closed(&self) -> bool {
+        self.service.peer().is_transport_closed()
+    }
+
+    /// Closes the connection (ends the upstream session) in the background.
+    pub(crate) fn close(&self) {
+        let ct = self.service.cancellation_token();
+        ct.cancel();
+    }
+}
+
+/// A `Retry-After` carried anywhere in an error's source chain: seconds,
+/// or an HTTP date.
+fn retry_after_in(e: &(dyn std::error::Error + 'static)) -> Option<Duration> {
+    let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(x) = cur {
+        if let Some(h) = x.downcast_ref::<HttpStatusError>() {
+            return h.retry_after.as_deref().and_then(parse_retry_after);
+        }
+        cur = x.source();
+    }
+    None
+}
+
+/// Parses a `Retry-After` value: delay-seconds or an IMF-fixdate.
+pub(crate) fn parse_retry_after(v: &str) -> Option<Duration> {
+    let v = v.trim();
+    if let Ok(s) = v.parse::<u64>() {
+        return Some(Duration::from_secs(s));
+    }
+    let at = httpdate(v)?;
+    Some(
+        at.duration_since(SystemTime::now())
+            .unwrap_or(Duration::ZERO),
+    )
+}
+
+/// Parses `Sun, 06 Nov 1994 08:49:37 GMT`.
+fn httpdate(v: &str) -> Option<SystemTime> {
+    let parts: Vec<&str> = v.split_whitespace().collect();
+    if parts.len() != 6 || parts[5] != "GMT" {
+        return None;
+    }
+    let day: u64 = parts[1].parse().ok()?;
+    let month = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ]
+    .iter()
+    .position(|m| *m == parts[2])? as u64
+        + 1;
+    let year: i64 = parts[3].parse().ok()?;
+    let hms: Vec<u64> = parts[4]
+        .split(':')
+        .map(|x| x.parse().ok())
+        .collect::<Option<_>>()?;
+    if hms.len() != 3 || !(1..=31).contains(&day) || year < 1970 {
+        return None;
+    }
+    // Days from the civil date (Howard Hinnant's algorithm).
+    let (y, m) = if month <= 2 {
+        (year - 1, month + 9)
+    } else {
+        (year, month - 3)
+    };
+    let era = y.div_euclid(400);
+    let yoe = (y - era * 400) as u64;
+    let doy = (153 * m + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe as i64 - 719_468;
+    let secs = days as u64 * 86_400 + hms[0] * 3600 + hms[1] * 60 + hms[2];
+    Some(SystemTime::UNIX_EPOCH + Duration::from_secs(secs))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn targets_are_checked_and_redacted() {
+        let t = UpstreamTarget {
+            url: "https://mcp.example/x".into(),
+            headers: vec![("Authorization".into(), "Bearer secret-token".into())],
+        };
+        assert!(t.validate().is_ok());
+        let dbg = format!("{t:?}");
+        assert!(!dbg.contains("secret-token") && dbg.contains("Authorization"));
+        let bad = |url: &str, h: (&str, &str)| UpstreamTarget {
+            url: url.into(),
+            headers: vec![(h.0.into(), h.1.into())],
+        };
+        assert_eq!(
+            bad("ftp://x/", ("a", "b")).validate(),
+            Err(TargetError::InvalidUrl)
+        );
+        assert_eq!(
+            bad("/relative", ("a", "b")).validate(),
+            Err(TargetError::InvalidUrl)
+        );
+        assert!(matches!(
+            bad("http://x/", ("Mcp-Session-Id", "b")).validate(),
+            Err(TargetError::ReservedHeader(_))
+        ));
+        assert!(matches!(
+            bad("http://x/", ("a b", "c")).validate(),
+            Err(TargetError::InvalidHeader(_))
+        ));
+        assert!(matches!(
+            bad("http://x/", ("a", "c\nd")).validate(),
+            Err(TargetError::InvalidHeader(_))
+        ));
+    }
+
+    #[test]
+    fn retry_after_values() {
+        assert_eq!(parse_retry_after("120"), Some(Duration::from_secs(120)));
+        assert_eq!(
+            httpdate("Sun, 06 Nov 1994 08:49:37 GMT"),
+            Some(SystemTime::UNIX_EPOCH + Duration::from_secs(784_111_777))
+        );
+        assert_eq!(
+            parse_retry_after("Sun, 06 Nov 1994 08:49:37 GMT"),
+            Some(Duration::ZERO)
+        );
+        assert_eq!(parse_retry_after("soon"), None);
+        assert_eq!(
+            origin("http://a.b:81/x?y").as_deref(),
+            Some("http://a.b:81")
+        );
+    }
+}

@@ -1,0 +1,495 @@
+//! The engine against the reference upstream over real HTTP (loopback).
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use serde_json::{Value, json};
+use signet_core::Mode;
+use signet_core::card::Limits;
+use signet_core::ids::TenantId;
+use signet_example_upstream::{Running, Shape, Switches};
+use signet_resolve::{
+    CachePolicy, Engine, EngineConfig, PreparedSignature, ResolveError, ResolveEvent, SessionCtx,
+    Source, UpstreamTarget,
+};
+
+fn card() -> Value {
+    let text = include_str!("../../../examples/manage-files-1.0.0.json");
+    serde_json::from_str(text).unwrap()
+}
+
+fn signature() -> Arc<PreparedSignature> {
+    Arc::new(PreparedSignature::new(&card(), &Limits::default()).unwrap())
+}
+
+async fn upstream(switches: Switches) -> Arc<Running> {
+    Running::start("127.0.0.1:0".parse().unwrap(), switches)
+        .await
+        .unwrap()
+}
+
+fn ctx(up: &Running, session: &str, mode: Mode, cache: CachePolicy) -> SessionCtx {
+    SessionCtx {
+        tenant: TenantId::parse("acme").unwrap(),
+        session: session.to_owned(),
+        expires_at: SystemTime::now() + Duration::from_secs(3600),
+        signature: signature(),
+        mode,
+        cache,
+        upstream: UpstreamTarget {
+            url: up.url(),
+            headers: vec![("x-upstream-key".into(), "k".into())],
+        },
+    }
+}
+
+fn engine() -> Engine {
+    Engine::new(EngineConfig {
+        upstream_timeout: Duration::from_secs(3),
+        ..EngineConfig::default()
+    })
+}
+
+fn args(action: &str) -> Value {
+    json!({"path": "/home/user/notes.txt", "action": action})
+}
+
+#[tokio::test]
+async fn read_is_read_only_and_delete_destructive() {
+    let up = upstream(Switches::default()).await;
+    let e = engine();
+    let c = ctx(&up, "s1", Mode::Permissive, CachePolicy::Session);
+    let r = e.resolve(&c, "manage_files", &args("read")).await.unwrap();
+    assert_eq!(r.source, Source::Upstream, "{r:?}");
+    assert!(r.conformant, "{r:?}");
+    assert_eq!(r.tool["annotations"]["readOnlyHint"], json!(true));
+    assert_eq!(r.tool["name"], json!("manage_files"));
+    assert!(r.tool["inputSchema"].is_object());
+    let d = e
+        .resolve(&c, "manage_files", &args("delete"))
+        .await
+        .unwrap();
+    assert_eq!(d.tool["annotations"]["destructiveHint"], json!(true));
+    assert_eq!(d.tool["annotations"]["readOnlyHint"], json!(false));
+    assert_eq!(up.calls(), 2);
+    // The serialised answer has the documented shape.
+    let v = serde_json::to_value(&r).unwrap();
+    assert_eq!(v["source"], json!("upstream"));
+    assert!(v.get("events").is_none() && v.get("reason").is_none());
+    assert_eq!(v["violations"], json!([]));
+}
+
+#[tokio::test]
+async fn reordered_arguments_hit_the_cache() {
+    let up = upstream(Switches::default()).await;
+    let e = engine();
+    let c = ctx(&up, "s1", Mode::Permissive, CachePolicy::Session);
+    let a: Value =
+        serde_json::from_str(r#"{"path": "/a", "action": "append", "content": "x"}"#).unwrap();
+    let b: Value =
+        serde_json::from_str(r#"{"content": "x", "action": "append", "path": "/a"}"#).unwrap();
+    assert_eq!(
+        e.resolve(&c, "manage_files", &a).await.unwrap().source,
+        Source::Upstream
+    );
+    let r = e.resolve(&c, "manage_files", &b).await.unwrap();
+    assert_eq!(r.source, Source::Cache);
+    assert_eq!(r.tool["annotations"]["destructiveHint"], json!(false));
+    assert_eq!(up.calls(), 1);
+    let s = e.stats();
+    assert_eq!((s.hits, s.misses, s.upstream_calls), (1, 1, 1));
+    assert_eq!(s.cache_entries, 1);
+    assert!(s.cache_bytes > 0);
+    // Another session does not see this session's entry.
+    let c2 = ctx(&up, "s2", Mode::Permissive, CachePolicy::Session);
+    assert_eq!(
+        e.resolve(&c2, "manage_files", &b).await.unwrap().source,
+        Source::Upstream
+    );
+    assert_eq!(up.calls(), 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_identical_misses_make_one_call() {
+    let up = upstream(Switches {
+        delay: Duration::from_millis(200),
+        ..Switches::default()
+    })
+    .await;
+    let e = Arc::new(engine());
+    let c = Arc::new(ctx(&up, "s1", Mode::Permissive, CachePolicy::Session));
+    let mut tasks = Vec::new();
+    for _ in 0..100 {
+        let (e, c) = (e.clone(), c.clone());
+        tasks.push(tokio::spawn(async move {
+            e.resolve(&c, "manage_files", &args("read")).await.unwrap()
+        }));
+    }
+    for t in tasks {
+        let r = t.await.unwrap();
+        assert!(
+            matches!(r.source, Source::Upstream | Source::Cache),
+            "{r:?}"
+        );
+        assert_eq!(r.tool["annotations"]["readOnlyHint"], json!(true));
+    }
+    assert_eq!(up.calls(), 1);
+    let s = e.stats();
+    assert_eq!(s.upstream_calls, 1);
+    assert_eq!(s.hits + s.misses, 100);
+    assert_eq!(s.misses, s.coalesced_waits + 1);
+}
+
+#[tokio::test]
+async fn undeclared_tool_and_invalid_arguments() {
+    let up = upstream(Switches::default()).await;
+    let e = engine();
+    let c = ctx(&up, "s1", Mode::Permissive, CachePolicy::Session);
+    assert_eq!(
+        e.resolve(&c, "nope", &json!({})).await.unwrap_err(),
+        ResolveError::ToolNotDeclared("nope".into())
+    );
+    let err = e
+        .resolve(&c, "manage_files", &json!({"path": 1, "action": "read"}))
+        .await
+        .unwrap_err();
+    let ResolveError::InvalidArguments(v) = err else {
+        panic!("{err:?}")
+    };
+    assert_eq!(v.errors[0].pointer, "/path");
+    let err = e
+        .resolve(
+            &c,
+            "manage_files",
+            &json!({"path": "/a", "action": "chmod"}),
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, ResolveError::InvalidArguments(ref v) if v.errors[0].pointer == "/action")
+    );
+    assert_eq!(up.calls(), 0);
+}
+
+#[tokio::test]
+async fn static_tools_never_go_upstream() {
+    let up = upstream(Switches::default()).await;
+    let e = engine();
+    let c = ctx(&up, "s1", Mode::Strict, CachePolicy::Session);
+    let r = e
+        .resolve(&c, "list_files", &json!({"dir": "/"}))
+        .await
+        .unwrap();
+    assert_eq!(r.source, Source::Static);
+    assert_eq!(r.tool["annotations"]["readOnlyHint"], json!(true));
+    assert_eq!(up.calls(), 0);
+}
+
+#[tokio::test]
+async fn strict_refuses_and_permissive_flags_an_undeclared_annotation() {
+    let up = upstream(Switches {
+        undeclared: true,
+        ..Switches::default()
+    })
+    .await;
+    let e = engine();
+    let p = ctx(&up, "perm", Mode::Permissive, CachePolicy::Session);
+    let r = e.resolve(&p, "manage_files", &args("read")).await.unwrap();
+    assert_eq!(r.source, Source::Upstream);
+    assert!(!r.conformant);
+    assert_eq!(r.tool["annotations"]["openWorldHint"], json!(true));
+    assert!(r.violations.iter().any(|v| v.less_safe));
+    assert!(r.events.is_empty());
+
+    let s = ctx(&up, "strict", Mode::Strict, CachePolicy::Session);
+    let r = e.resolve(&s, "manage_files", &args("read")).await.unwrap();
+    assert_eq!(r.source, Source::Fallback);
+    assert_eq!(r.reason.as_deref(), Some("refused_strict"));
+    assert!(!r.conformant && !r.violations.is_empty());
+    // The worst case is served.
+    assert_eq!(r.tool["annotations"]["destructiveHint"], json!(true));
+    assert_eq!(r.tool["annotations"]["openWorldHint"], json!(false));
+    assert!(
+        matches!(&r.events[..], [ResolveEvent::StrictRefusal { tool, .. }] if tool == "manage_files")
+    );
+    // A cached refusal is refused again, without a second audit event.
+    let again = e.resolve(&s, "manage_files", &args("read")).await.unwrap();
+    assert_eq!(again.source, Source::Fallback);
+    assert!(again.events.is_empty());
+    assert_eq!(up.calls(), 2);
+    let stats = e.stats();
+    assert!(
+        stats
+            .violations
+            .iter()
+            .any(|(k, n)| *k == "annotation_not_declared" && *n == 2)
+    );
+    assert!(
+        stats
+            .fallbacks
+            .iter()
+            .any(|(k, n)| *k == "refused_strict" && *n == 2)
+    );
+}
+
+#[tokio::test]
+async fn upstream_stopped_falls_back_then_recovers() {
+    let up = upstream(Switches::default()).await;
+    let e = engine();
+    let c = ctx(&up, "s1", Mode::Permissive, CachePolicy::Session);
+    assert_eq!(
+        e.resolve(&c, "manage_files", &args("read"))
+            .await
+            .unwrap()
+            .source,
+        Source::Upstream
+    );
+    up.stop().await;
+    let r = e
+        .resolve(&c, "manage_files", &args("delete"))
+        .await
+        .unwrap();
+    assert_eq!(r.source, Source::Fallback, "{r:?}");
+    assert_eq!(r.reason.as_deref(), Some("upstream_error"));
+    assert_eq!(r.tool["annotations"]["destructiveHint"], json!(true));
+    // Errors are not cached: once the upstream is back, the call succeeds.
+    up.restart().await.unwrap();
+    let r = e
+        .resolve(&c, "manage_files", &args("delete"))
+        .await
+        .unwrap();
+    assert_eq!(r.source, Source::Upstream, "{r:?}");
+    assert!(r.conformant);
+    // The cached answer survived the outage.
+    assert_eq!(
+        e.resolve(&c, "manage_files", &args("read"))
+            .await
+            .unwrap()
+            .source,
+        Source::Cache
+    );
+}
+
+#[tokio::test]
+async fn rpc_errors_and_timeouts_fall_back() {
+    let up = upstream(Switches {
+        error: true,
+        ..Switches::default()
+    })
+    .await;
+    let e = Engine::new(EngineConfig {
+        upstream_timeout: Duration::from_millis(500),
+        ..EngineConfig::default()
+    });
+    let c = ctx(&up, "s1", Mode::Permissive, CachePolicy::Session);
+    let r = e.resolve(&c, "manage_files", &args("read")).await.unwrap();
+    assert_eq!(
+        (r.source, r.reason.as_deref()),
+        (Source::Fallback, Some("rpc_error"))
+    );
+    up.set(Switches {
+        delay: Duration::from_secs(2),
+        ..Switches::default()
+    });
+    let r = e.resolve(&c, "manage_files", &args("read")).await.unwrap();
+    assert_eq!(
+        (r.source, r.reason.as_deref()),
+        (Source::Fallback, Some("timeout"))
+    );
+    up.set(Switches::default());
+    let r = e.resolve(&c, "manage_files", &args("read")).await.unwrap();
+    assert_eq!(r.source, Source::Upstream);
+}
+
+#[tokio::test]
+async fn nondeterministic_upstream_is_a_violation() {
+    let up = upstream(Switches {
+        nondeterministic: true,
+        ..Switches::default()
+    })
+    .await;
+    let e = engine();
+    // Without a cache every call goes upstream, so the second answer differs.
+    let c = ctx(&up, "s1", Mode::Permissive, CachePolicy::None);
+    let first = e.resolve(&c, "manage_files", &args("read")).await.unwrap();
+    assert!(first.events.is_empty());
+    let second = e.resolve(&c, "manage_files", &args("read")).await.unwrap();
+    assert!(
+        matches!(&second.events[..], [ResolveEvent::DeterminismViolation { previous, current, .. }] if previous != current),
+        "{second:?}"
+    );
+    assert!(
+        e.stats()
+            .violations
+            .iter()
+            .any(|(k, n)| *k == "determinism" && *n == 1)
+    );
+}
+
+#[tokio::test]
+async fn sampled_rechecks_catch_nondeterminism_behind_the_cache() {
+    let up = upstream(Switches {
+        nondeterministic: true,
+        ..Switches::default()
+    })
+    .await;
+    let e = Engine::new(EngineConfig {
+        recheck_rate: 1.0,
+        ..EngineConfig::default()
+    });
+    let c = ctx(&up, "s1", Mode::Permissive, CachePolicy::Session);
+    e.resolve(&c, "manage_files", &args("read")).await.unwrap();
+    let r = e.resolve(&c, "manage_files", &args("read")).await.unwrap();
+    assert_eq!(r.source, Source::Upstream);
+    assert!(matches!(
+        &r.events[..],
+        [ResolveEvent::DeterminismViolation { .. }]
+    ));
+    assert_eq!(up.calls(), 2);
+}
+
+#[tokio::test]
+async fn no_cache_policy_goes_upstream_every_time() {
+    let up = upstream(Switches::default()).await;
+    let e = engine();
+    let c = ctx(&up, "s1", Mode::Permissive, CachePolicy::None);
+    for _ in 0..3 {
+        let r = e.resolve(&c, "manage_files", &args("read")).await.unwrap();
+        assert_eq!(r.source, Source::Upstream);
+        assert!(r.events.is_empty());
+    }
+    assert_eq!(up.calls(), 3);
+    assert_eq!(e.stats().cache_entries, 0);
+}
+
+#[tokio::test]
+async fn ending_a_session_drops_its_entries() {
+    let up = upstream(Switches::default()).await;
+    let e = engine();
+    let c = ctx(&up, "s1", Mode::Permissive, CachePolicy::Session);
+    let other = ctx(&up, "s2", Mode::Permissive, CachePolicy::Session);
+    e.resolve(&c, "manage_files", &args("read")).await.unwrap();
+    e.resolve(&c, "manage_files", &args("delete"))
+        .await
+        .unwrap();
+    e.resolve(&other, "manage_files", &args("read"))
+        .await
+        .unwrap();
+    assert_eq!(e.stats().cache_entries, 3);
+    e.end_session(&c.tenant, "s1");
+    e.run_pending_tasks();
+    assert_eq!(e.stats().cache_entries, 1);
+    assert_eq!(
+        e.resolve(&other, "manage_files", &args("read"))
+            .await
+            .unwrap()
+            .source,
+        Source::Cache
+    );
+    // A session of the same id made again starts empty.
+    assert_eq!(
+        e.resolve(&c, "manage_files", &args("read"))
+            .await
+            .unwrap()
+            .source,
+        Source::Upstream
+    );
+}
+
+#[tokio::test]
+async fn list_changed_invalidates_the_session() {
+    let up = upstream(Switches::default()).await;
+    let e = engine();
+    let c = ctx(&up, "s1", Mode::Permissive, CachePolicy::Session);
+    e.resolve(&c, "manage_files", &args("read")).await.unwrap();
+    assert_eq!(
+        e.resolve(&c, "manage_files", &args("read"))
+            .await
+            .unwrap()
+            .source,
+        Source::Cache
+    );
+    // The notification travels over the session's stream: wait until the
+    // upstream has the peer, then until the entry is gone.
+    let mut sent = 0;
+    for _ in 0..200 {
+        sent = up.notify_list_changed().await;
+        if sent > 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(sent, 1);
+    let mut source = Source::Cache;
+    for _ in 0..200 {
+        e.run_pending_tasks();
+        if e.stats().cache_entries == 0 {
+            source = e
+                .resolve(&c, "manage_files", &args("read"))
+                .await
+                .unwrap()
+                .source;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(source, Source::Upstream);
+    assert_eq!(up.calls(), 2);
+}
+
+#[tokio::test]
+async fn extension_shape_and_dynamic_annotations() {
+    let up = upstream(Switches {
+        shape: Shape::Extension,
+        ..Switches::default()
+    })
+    .await;
+    let e = engine();
+    let c = ctx(&up, "s1", Mode::Strict, CachePolicy::Session);
+    let r = e.resolve(&c, "manage_files", &args("read")).await.unwrap();
+    assert_eq!(r.source, Source::Upstream, "{r:?}");
+    assert!(r.conformant, "{r:?}");
+    assert_eq!(r.tool["annotations"]["readOnlyHint"], json!(true));
+    assert!(r.tool["inputSchema"].is_object());
+    assert_eq!(r.tool["name"], json!("manage_files"));
+    let d = e
+        .resolve(&c, "manage_files_dynamic", &args("append"))
+        .await
+        .unwrap();
+    assert_eq!(d.source, Source::Upstream, "{d:?}");
+    assert!(d.conformant, "{d:?}");
+    assert_eq!(d.tool["annotations"]["destructiveHint"], json!(false));
+    assert_eq!(d.tool["name"], json!("manage_files_dynamic"));
+    assert_eq!(d.tool["dynamicAnnotations"], json!(true));
+}
+
+#[tokio::test]
+async fn batch_in_order() {
+    let up = upstream(Switches::default()).await;
+    let e = engine();
+    let c = ctx(&up, "s1", Mode::Permissive, CachePolicy::Session);
+    let calls = vec![
+        ("manage_files".to_owned(), args("read")),
+        ("nope".to_owned(), json!({})),
+        ("manage_files".to_owned(), args("delete")),
+        ("list_files".to_owned(), json!({"dir": "/"})),
+        ("manage_files".to_owned(), args("read")),
+    ];
+    let out = e.resolve_batch(&c, &calls).await;
+    assert_eq!(out.len(), 5);
+    assert_eq!(
+        out[0].as_ref().unwrap().tool["annotations"]["readOnlyHint"],
+        json!(true)
+    );
+    assert!(out[1].is_err());
+    assert_eq!(
+        out[2].as_ref().unwrap().tool["annotations"]["destructiveHint"],
+        json!(true)
+    );
+    assert_eq!(out[3].as_ref().unwrap().source, Source::Static);
+    assert_eq!(
+        out[4].as_ref().unwrap().tool["annotations"]["readOnlyHint"],
+        json!(true)
+    );
+    assert_eq!(up.calls(), 2);
+}
