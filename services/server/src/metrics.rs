@@ -217,43 +217,6 @@ fn escape(s: &str) -> String {
         .replace('\n', "\\n")
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn renders_counts_and_buckets() {
-        let m = Metrics::default();
-        m.record(
-            "/healthz",
-            &axum::http::Method::GET,
-            200,
-            Duration::from_micros(300),
-        );
-        m.record(
-            "/healthz",
-            &axum::http::Method::GET,
-            200,
-            Duration::from_millis(30),
-        );
-        let text = m.render();
-        assert!(text.contains(
-            "signet_http_requests_total{route=\"/healthz\",method=\"GET\",status=\"200\"} 2"
-        ));
-        assert!(text.contains("le=\"0.0005\"} 1"));
-        assert!(text.contains("le=\"0.05\"} 2"));
-        assert!(text.contains("signet_http_request_duration_seconds_count{route=\"/healthz\",method=\"GET\",status=\"200\"} 2"));
-        assert!(text.contains("# TYPE signet_http_requests_total counter\n"));
-        assert!(text.contains("signet_build_info{version=\""));
-    }
-
-    #[test]
-    fn method_labels_are_bounded() {
-        assert_eq!(method_label("GET"), "GET");
-        assert_eq!(method_label("BREW"), "other");
-    }
-}
-
 /// Resolve-cache metrics (Prometheus names; counters since start). Labels:
 /// `reason` (a fallback reason) and `kind` (a violation kind), both from
 /// closed sets; never a tenant, session or tool.
@@ -361,4 +324,41 @@ pub fn render_resolve(s: &signet_resolve::StatsSnapshot, out: &mut String) {
     );
     let _ = writeln!(out, "{name}_sum {}", s.upstream_latency_sum_seconds);
     let _ = writeln!(out, "{name}_count {}", s.upstream_calls.max(count));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renders_counts_and_buckets() {
+        let m = Metrics::default();
+        m.record(
+            "/healthz",
+            &axum::http::Method::GET,
+            200,
+            Duration::from_micros(300),
+        );
+        m.record(
+            "/healthz",
+            &axum::http::Method::GET,
+            200,
+            Duration::from_millis(30),
+        );
+        let text = m.render();
+        assert!(text.contains(
+            "signet_http_requests_total{route=\"/healthz\",method=\"GET\",status=\"200\"} 2"
+        ));
+        assert!(text.contains("le=\"0.0005\"} 1"));
+        assert!(text.contains("le=\"0.05\"} 2"));
+        assert!(text.contains("signet_http_request_duration_seconds_count{route=\"/healthz\",method=\"GET\",status=\"200\"} 2"));
+        assert!(text.contains("# TYPE signet_http_requests_total counter\n"));
+        assert!(text.contains("signet_build_info{version=\""));
+    }
+
+    #[test]
+    fn method_labels_are_bounded() {
+        assert_eq!(method_label("GET"), "GET");
+        assert_eq!(method_label("BREW"), "other");
+    }
 }
