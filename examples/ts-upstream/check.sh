@@ -157,6 +157,18 @@ check() {
     r=$(curl -fsS "http://127.0.0.1:$PORT/calls")
     local resolves=9; [ "$shape" = extension ] && resolves=10
     expect "/calls counts every request" "$r" "r.resolve === $resolves && r.methods['tools/list'] === 1 && r.total === r.resolve + 1 + r.methods.initialize"
+
+    if [ "$stateful" = yes ]; then
+        # The SDK's own client over the same transport: initialize, tools/list,
+        # four tools/resolve in its own MCP session.
+        if node client-check.mjs "http://127.0.0.1:$PORT/mcp" "$shape" >"$work/client.txt" 2>&1; then
+            pass
+        else
+            fail "SDK client round trip: $(cat "$work/client.txt")"
+        fi
+        r=$(curl -fsS "http://127.0.0.1:$PORT/calls")
+        expect "/calls after the SDK client" "$r" "r.resolve === $resolves + 4 && r.methods['tools/list'] === 2"
+    fi
     code=$(curl -s -o /dev/null -w '%{http_code}' -X DELETE "http://127.0.0.1:$PORT/calls")
     r=$(curl -fsS "http://127.0.0.1:$PORT/calls")
     expect "DELETE /calls resets" "$r" 'r.total === 0'
