@@ -127,8 +127,9 @@ run() {
 json_field() { python3 -c 'import json,sys; v=json.load(sys.stdin).get(sys.argv[1]); print("" if v is None else v)' "$1"; }
 
 # Prepares Signet's resolve scenario: an upstream, the card published and
-# approved, a session, one miss and one hit. Prints the resolve path on
-# stdout, or a reason on stderr and returns 1 to skip the scenario.
+# approved, a session, one miss and one hit. Sets RESOLVE_PATH, or prints a
+# reason on stderr and returns 1 to skip the scenario. (Not run in a
+# subshell: the upstream's pid must reach the cleanup.)
 prepare_resolve() {
     local upstream=${UPSTREAM_URL:-}
     if [ -z "$upstream" ]; then
@@ -150,7 +151,7 @@ prepare_resolve() {
         -H 'Content-Type: application/json' --data-binary @"$RESOLVE_CARD")
     [[ "$code" =~ ^20[01]$ ]] || { echo "publishing $RESOLVE_CARD answered $code: $(cat "$data/publish.json")" >&2; return 1; }
     local reviewer
-    reviewer=$("$SIGNET_BIN" token --data-dir "$data" --sub bench-reviewer --tenant dev --roles reviewer "${db_args[@]}")
+    reviewer=$("$SIGNET_BIN" token --data-dir "$data" --sub bench-reviewer --tenant dev --roles reviewer)
     code=$(curl -sS -o "$data/review.json" -w '%{http_code}' -X POST "$s/review" -H "Authorization: Bearer $reviewer" \
         -H 'Content-Type: application/json' -d '{"decision":"approve","note":"bench"}')
     [ "$code" = 200 ] || { echo "approving $RESOLVE_SERVER answered $code: $(cat "$data/review.json")" >&2; return 1; }
@@ -180,7 +181,7 @@ prepare_resolve() {
     first=$(json_field source <"$data/resolve-first.json")
     second=$(json_field source <"$data/resolve-second.json")
     [ "$second" = cache ] || { echo "the second identical resolve came from '$second' (first: '$first'), not the cache" >&2; return 1; }
-    echo "$path"
+    RESOLVE_PATH=$path
 }
 
 scenarios=("$@")
@@ -214,9 +215,9 @@ for s in "${scenarios[@]}"; do
             code=$(curl -s -o /dev/null -w '%{http_code}' -X POST "$BARE/resolve" -H 'Content-Type: application/json' \
                 -d '{"name":"manage_files","arguments":{"action":"read","path":"/tmp/notes.txt"}}')
             [ "$code" = 200 ] || { echo "bare /resolve answered $code, not a hit" >&2; exit 1; }
-            if resolve_path=$(prepare_resolve); then
-                run "bare resolve" "$CONNECTIONS" "$BARE/resolve" -s bench/resolve.lua
-                run resolve "$CONNECTIONS" "$BASE$resolve_path" -s bench/resolve.lua -H "Authorization: Bearer $TOKEN"
+            run "bare resolve" "$CONNECTIONS" "$BARE/resolve" -s bench/resolve.lua
+            if prepare_resolve; then
+                run resolve "$CONNECTIONS" "$BASE$RESOLVE_PATH" -s bench/resolve.lua -H "Authorization: Bearer $TOKEN"
                 reference[resolve]="bare resolve"
             else
                 echo "resolve                skipped (see above)"
