@@ -1,37 +1,55 @@
 #!/usr/bin/env bash
-# HTTP load scenarios for Signet, measured with wrk.
+# HTTP load scenarios for Signet, measured with wrk, each beside a bare
+# axum/tokio server doing only the same answer in the same run.
 #
-#   bench/load.sh                          # healthz, tenant, not-modified on SQLite
+#   bench/load.sh                          # healthz, tenant, not-modified, resolve on SQLite
 #   bench/load.sh healthz publish          # chosen scenarios
 #   DATABASE_URL=postgres://postgres@127.0.0.1:5432/signet_bench bench/load.sh healthz publish
 #
-# Starts a release build of `signet serve` (dev mode, a temporary data
-# directory; SQLite unless DATABASE_URL is set — a PostgreSQL database named
-# there is dropped and recreated) pinned to CPU 0, and runs wrk pinned to
-# CPU 1, so server and load generator do not fight for a core (the targets
-# in bench/README.md). Each scenario gets a warm-up, then a measured
-# run; every figure is printed beside the /healthz baseline of the same run,
-# because ratios travel between machines and absolute numbers do not.
+# Starts the bare baseline (bench/bare, built in release) and a release build
+# of `signet serve` (dev mode, a temporary data directory; SQLite unless
+# DATABASE_URL is set — a PostgreSQL database named there is dropped and
+# recreated), both pinned to CPU 0, and runs wrk pinned to CPU 1, so servers
+# and load generator do not fight for a core (the targets in
+# bench/README.md). For each scenario the bare counterpart is measured right
+# before Signet, each with a warm-up, then a measured run; the summary prints
+# every Signet figure as a ratio to the bare one of the same run, because
+# ratios travel between machines and absolute numbers do not.
 #
-# Scenarios:
-#   healthz       GET /healthz (the baseline: no auth, no database)
-#   tenant        GET /v1/tenants/dev with a bearer token (auth cache + one read)
-#   not-modified  GET a version record with If-None-Match (auth + ETag index → 304)
-#   publish       PUT distinct ~58 KiB signatures, 8 connections (validate,
-#                 canonicalise, digest, insert, audit, commit)
+# Scenarios (bare counterpart in brackets):
+#   healthz       GET /healthz, no auth, no database           [GET /healthz]
+#   tenant        GET /v1/tenants/dev with a bearer token      [GET /healthz]
+#                 (auth cache + one read)
+#   not-modified  GET a version record with If-None-Match      [GET /v with its ETag → 304]
+#                 (auth + ETag index → 304)
+#   resolve       POST .../sessions/{id}/resolve, the same     [POST /resolve: parse, canonical
+#                 arguments every time (a resolve-cache hit)    key, moka get, cached bytes]
+#                 against the TypeScript-SDK upstream in
+#                 examples/ts-upstream (or UPSTREAM_URL);
+#                 skipped with a message when this Signet has
+#                 no resolve routes
+#   publish       PUT distinct ~58 KiB signatures, 8           [GET /healthz]
+#                 connections (validate, canonicalise, digest,
+#                 insert, audit, commit)
 #
-# Environment: SIGNET_BIN (default target/release/signet), DURATION (10s),
-# CONNECTIONS (64), PORT (18080), SERVER_CPU (0), CLIENT_CPU (1), DATABASE_URL.
+# Environment: SIGNET_BIN (default target/release/signet), BARE_BIN (default
+# target/release/bare), DURATION (10s), CONNECTIONS (64), PORT (18080),
+# BARE_PORT (18081), SERVER_CPU (0), CLIENT_CPU (1), DATABASE_URL,
+# UPSTREAM_URL (an MCP endpoint serving the seed's manage_files; default: start
+# examples/ts-upstream --shape seed, which needs node and npm).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 SIGNET_BIN=${SIGNET_BIN:-target/release/signet}
+BARE_BIN=${BARE_BIN:-target/release/bare}
 DURATION=${DURATION:-10s}
 CONNECTIONS=${CONNECTIONS:-64}
 PORT=${PORT:-18080}
+BARE_PORT=${BARE_PORT:-18081}
 SERVER_CPU=${SERVER_CPU:-0}
 CLIENT_CPU=${CLIENT_CPU:-1}
 BASE="http://127.0.0.1:$PORT"
+BARE="http://127.0.0.1:$BARE_PORT"
 
 if ! command -v wrk >/dev/null; then
     echo "wrk is not installed; installing it (Debian package 'wrk')" >&2
@@ -41,10 +59,33 @@ if [ ! -x "$SIGNET_BIN" ]; then
     echo "building $SIGNET_BIN (release)" >&2
     cargo build --release --locked --bin signet >&2
 fi
+if [ ! -x "$BARE_BIN" ]; then
+    echo "building $BARE_BIN (release; bench/bare is its own workspace)" >&2
+    cargo build --release --locked --manifest-path bench/bare/Cargo.toml --target-dir target >&2
+fi
 
 data=$(mktemp -d)
-cleanup() { [ -n "${pid:-}" ] && kill "$pid" 2>/dev/null; wait 2>/dev/null; rm -rf "$data"; }
+pids=()
+cleanup() {
+    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+    wait 2>/dev/null || true
+    rm -rf "$data"
+}
 trap cleanup EXIT
+
+# wait_healthy URL LOGFILE
+wait_healthy() {
+    for _ in $(seq 1 200); do
+        curl -fs "$1/healthz" >/dev/null 2>&1 && return 0
+        sleep 0.05
+    done
+    curl -fs "$1/healthz" >/dev/null || { cat "$2" >&2; echo "$1 did not come up" >&2; exit 1; }
+}
+
+# The bare baseline first.
+taskset -c "$SERVER_CPU" "$BARE_BIN" "$BARE_PORT" >"$data/bare.out" 2>"$data/bare.err" &
+pids+=($!)
+wait_healthy "$BARE" "$data/bare.err"
 
 db_args=()
 if [ -n "${DATABASE_URL:-}" ]; then
@@ -58,21 +99,17 @@ fi
 
 RUST_LOG=warn taskset -c "$SERVER_CPU" "$SIGNET_BIN" serve --data-dir "$data" --listen "127.0.0.1:$PORT" "${db_args[@]}" \
     >"$data/out.txt" 2>"$data/err.txt" &
-pid=$!
-for _ in $(seq 1 200); do
-    curl -fs "$BASE/healthz" >/dev/null 2>&1 && break
-    sleep 0.05
-done
-curl -fs "$BASE/healthz" >/dev/null || { cat "$data/err.txt" >&2; exit 1; }
+pids+=($!)
+wait_healthy "$BASE" "$data/err.txt"
 TOKEN=$(sed -n 's/.*export SIGNET_TOKEN=\([^ ]*\).*/\1/p' "$data/out.txt")
 export TOKEN
 
-# run NAME CONNS PATH [wrk args...] → prints "NAME req/s p50 p99"
+# run NAME CONNS URL [wrk args...] → prints "NAME req/s p50 p99"; keeps the figures in $data/NAME.{rps,p99}
 run() {
-    local name=$1 conns=$2 path=$3; shift 3
-    RUN_ID=0 taskset -c "$CLIENT_CPU" wrk -t1 -c"$conns" -d2s "$@" "$BASE$path" >/dev/null
+    local name=$1 conns=$2 url=$3; shift 3
+    RUN_ID=0 taskset -c "$CLIENT_CPU" wrk -t1 -c"$conns" -d2s "$@" "$url" >/dev/null
     local out
-    out=$(RUN_ID=1 taskset -c "$CLIENT_CPU" wrk -t1 -c"$conns" -d"$DURATION" --latency "$@" "$BASE$path")
+    out=$(RUN_ID=1 taskset -c "$CLIENT_CPU" wrk -t1 -c"$conns" -d"$DURATION" --latency "$@" "$url")
     local rps p50 p99 non2xx
     rps=$(awk '/Requests\/sec/ {print $2}' <<<"$out")
     p50=$(awk '$1=="50%" {print $2}' <<<"$out")
@@ -80,20 +117,31 @@ run() {
     non2xx=$(awk '/Non-2xx/ {print $NF}' <<<"$out")
     printf '%-22s %12s req/s   p50 %-9s p99 %-9s %s\n' "$name" "$rps" "$p50" "$p99" "${non2xx:+non-2xx/3xx: $non2xx}"
     echo "$rps" >"$data/$name.rps"
+    echo "$p99" >"$data/$name.p99"
+    [ -z "$non2xx" ] || echo "$non2xx" >"$data/$name.errors"
 }
 
+# shellcheck source=bench/resolve-session.sh
+source bench/resolve-session.sh
+
 scenarios=("$@")
-[ ${#scenarios[@]} -eq 0 ] && scenarios=(healthz tenant not-modified)
+[ ${#scenarios[@]} -eq 0 ] && scenarios=(healthz tenant not-modified resolve)
 
 backend=sqlite; [ -n "${DATABASE_URL:-}" ] && backend=postgres
-echo "signet $("$SIGNET_BIN" --version | awk '{print $2}') on $(nproc) cores, $backend; server on CPU $SERVER_CPU, wrk on CPU $CLIENT_CPU; $DURATION per scenario"
-run healthz "$CONNECTIONS" /healthz
-base=$(cat "$data/healthz.rps")
+echo "signet $("$SIGNET_BIN" --version | awk '{print $2}') on $(nproc) cores, $backend; servers on CPU $SERVER_CPU, wrk on CPU $CLIENT_CPU; $DURATION per scenario"
+run "bare healthz" "$CONNECTIONS" "$BARE/healthz"
+run healthz "$CONNECTIONS" "$BASE/healthz"
+# scenario → its bare counterpart, for the summary
+declare -A reference=([healthz]="bare healthz")
 for s in "${scenarios[@]}"; do
     case $s in
         healthz) ;;
-        tenant) run tenant "$CONNECTIONS" /v1/tenants/dev -H "Authorization: Bearer $TOKEN" ;;
+        tenant)
+            run tenant "$CONNECTIONS" "$BASE/v1/tenants/dev" -H "Authorization: Bearer $TOKEN"
+            reference[tenant]="bare healthz" ;;
         not-modified)
+            bare_etag=$(curl -fsS -D - -o /dev/null "$BARE/v" | awk -F': ' 'tolower($1)=="etag" {print $2}' | tr -d '\r')
+            run "bare not-modified" "$CONNECTIONS" "$BARE/v" -H "If-None-Match: $bare_etag"
             v="$BASE/v1/tenants/dev/servers/io.github.acme%2Ffiles/versions/1.0.0"
             curl -fsS -X PUT "$v" -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' \
                 --data-binary @examples/files-1.0.0.json -o /dev/null
@@ -101,19 +149,46 @@ for s in "${scenarios[@]}"; do
             code=$(curl -s -o /dev/null -w '%{http_code}' "$v" -H "Authorization: Bearer $TOKEN" -H "If-None-Match: $etag")
             [ "$code" = 304 ] || { echo "expected 304, got $code" >&2; exit 1; }
             # wrk counts 304 as a success (2xx or 3xx).
-            run not-modified "$CONNECTIONS" "/v1/tenants/dev/servers/io.github.acme%2Ffiles/versions/1.0.0" \
-                -H "Authorization: Bearer $TOKEN" -H "If-None-Match: $etag" ;;
+            run not-modified "$CONNECTIONS" "$v" -H "Authorization: Bearer $TOKEN" -H "If-None-Match: $etag"
+            reference[not-modified]="bare not-modified" ;;
+        resolve)
+            code=$(curl -s -o /dev/null -w '%{http_code}' -X POST "$BARE/resolve" -H 'Content-Type: application/json' \
+                -d '{"name":"manage_files","arguments":{"action":"read","path":"/tmp/notes.txt"}}')
+            [ "$code" = 200 ] || { echo "bare /resolve answered $code, not a hit" >&2; exit 1; }
+            run "bare resolve" "$CONNECTIONS" "$BARE/resolve" -s bench/resolve.lua
+            if prepare_resolve; then
+                run resolve "$CONNECTIONS" "$BASE$RESOLVE_PATH" -s bench/resolve.lua -H "Authorization: Bearer $TOKEN"
+                reference[resolve]="bare resolve"
+            else
+                echo "resolve                skipped (see above)"
+            fi ;;
         publish)
-            run publish 8 / -s bench/publish.lua
+            run publish 8 "$BASE/" -s bench/publish.lua
             published=$(curl -fsS "$BASE/v1/tenants/dev/servers/io.github.bench%2Frecords" -H "Authorization: Bearer $TOKEN" \
                 | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["versions"]))')
-            echo "                       ($published versions stored)" ;;
+            echo "                       ($published versions stored)"
+            reference[publish]="bare healthz" ;;
         *) echo "unknown scenario $s" >&2; exit 2 ;;
     esac
 done
+
+# Ratio targets (issues on performance); "—" where none is set.
+declare -A printed=()
+declare -A target=([healthz]="≥ 0.85" [not-modified]="≥ 0.70" [resolve]="≥ 0.60")
 echo
-for f in "$data"/*.rps; do
-    name=$(basename "$f" .rps)
-    [ "$name" = healthz ] && continue
-    awk -v n="$name" -v r="$(cat "$f")" -v b="$base" 'BEGIN { printf "%-22s %.2f x /healthz baseline\n", n, r / b }'
+printf '%-14s %12s %10s   %-18s %12s %10s   %7s %-7s   %s\n' \
+    scenario "signet req/s" p99 "bare reference" "req/s" p99 ratio target "x signet /healthz"
+for s in healthz "${scenarios[@]}"; do
+    [ -f "$data/$s.rps" ] || continue
+    [ -n "${printed[$s]:-}" ] && continue
+    printed[$s]=1
+    ref=${reference[$s]}
+    awk -v n="$s" -v r="$(cat "$data/$s.rps")" -v p="$(cat "$data/$s.p99")" \
+        -v rn="${ref#bare }" -v b="$(cat "$data/$ref.rps")" -v bp="$(cat "$data/$ref.p99")" \
+        -v h="$(cat "$data/healthz.rps")" -v t="${target[$s]:-—}" \
+        'BEGIN { printf "%-14s %12.0f %10s   bare %-13s %12.0f %10s   %6.2fx %-7s   %.2fx\n", n, r, p, rn, b, bp, r / b, t, r / h }'
+done
+for f in "$data"/*.errors; do
+    [ -e "$f" ] || continue
+    echo "note: $(basename "$f" .errors) had $(cat "$f") non-2xx/3xx answers"
 done
