@@ -34,6 +34,7 @@ use std::time::Duration;
 use axum::Json;
 use axum::extract::State;
 use axum::routing::get;
+use axum::serve::ListenerExt;
 use rmcp::model::{
     CustomRequest, CustomResult, ErrorCode, ErrorData, Implementation, InitializeResult,
     ListToolsResult, PaginatedRequestParams, ServerCapabilities, Tool, ToolsCapability,
@@ -364,6 +365,10 @@ impl Running {
             .nest_service("/mcp", mcp)
             .with_state(self.shared.clone());
         let stop = ct.clone();
+        let listener = listener.tap_io(|tcp| {
+            // Small request/response exchanges: no Nagle delay.
+            let _ = tcp.set_nodelay(true);
+        });
         let task = tokio::spawn(async move {
             let _ = axum::serve(listener, app)
                 .with_graceful_shutdown(async move { stop.cancelled().await })

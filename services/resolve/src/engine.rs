@@ -260,6 +260,7 @@ struct Inner {
     sessions: moka::sync::Cache<Vec<u8>, Arc<SessionState>>,
     pool: Pool,
     draws: AtomicU64,
+    list_changed: watch::Sender<u64>,
 }
 
 /// The resolve engine (one per process; cheap to share by reference).
@@ -313,6 +314,7 @@ impl Engine {
                 inflight: Mutex::new(HashMap::new()),
                 sessions,
                 draws: AtomicU64::new(0),
+                list_changed: watch::Sender::new(0),
             }),
         }
     }
@@ -465,6 +467,12 @@ impl Engine {
         self.inner.stats.snapshot()
     }
 
+    /// Counts the upstream `notifications/tools/list_changed` handled so
+    /// far (each has invalidated its session by the time it is counted).
+    pub fn list_changed_events(&self) -> watch::Receiver<u64> {
+        self.inner.list_changed.subscribe()
+    }
+
     /// Bytes a tenant's entries hold in the cache now.
     pub fn tenant_cache_bytes(&self, tenant: &TenantId) -> u64 {
         self.inner.cache.tenant_bytes(tenant.as_str())
@@ -578,6 +586,8 @@ async fn connection(
                 .unwrap_or_else(|e| e.into_inner())
                 .clear();
             inner.cache.invalidate_session(state.prefix.clone());
+            let n = inner.stats.list_changed();
+            inner.list_changed.send_replace(n);
             tracing::info!("upstream tool list changed: session cache invalidated");
         }
     });

@@ -409,30 +409,27 @@ async fn list_changed_invalidates_the_session() {
             .source,
         Source::Cache
     );
-    // The notification travels over the session's stream: wait until the
-    // upstream has the peer, then until the entry is gone.
-    let mut sent = 0;
-    for _ in 0..200 {
-        sent = up.notify_list_changed().await;
-        if sent > 0 {
+    // The notification travels over the session's event stream, which the
+    // client opens after initializing: send until the engine has handled
+    // one (each try waits for that signal, bounded).
+    let mut handled = e.list_changed_events();
+    let mut delivered = false;
+    for _ in 0..50 {
+        up.notify_list_changed().await;
+        if tokio::time::timeout(Duration::from_millis(100), handled.changed())
+            .await
+            .is_ok()
+        {
+            delivered = true;
             break;
         }
-        tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    assert_eq!(sent, 1);
-    let mut source = Source::Cache;
-    for _ in 0..200 {
-        e.run_pending_tasks();
-        if e.stats().cache_entries == 0 {
-            source = e
-                .resolve(&c, "manage_files", &args("read"))
-                .await
-                .unwrap()
-                .source;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    assert!(delivered, "no list_changed reached the engine");
+    let source = e
+        .resolve(&c, "manage_files", &args("read"))
+        .await
+        .unwrap()
+        .source;
     assert_eq!(source, Source::Upstream);
     assert_eq!(up.calls(), 2);
 }
