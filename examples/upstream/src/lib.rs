@@ -26,6 +26,7 @@
 //! `examples/manage-files-1.0.0.json` is the signature card that describes
 //! this server.
 
+use std::borrow::Cow;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -37,9 +38,12 @@ use axum::routing::get;
 use axum::serve::ListenerExt;
 use rmcp::model::{
     CustomRequest, CustomResult, ErrorCode, ErrorData, Implementation, InitializeResult,
-    ListToolsResult, PaginatedRequestParams, ServerCapabilities, Tool, ToolsCapability,
+    ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerCapabilities,
+    SubscriptionFilter, Tool, ToolsCapability,
 };
-use rmcp::service::{NotificationContext, Peer, RequestContext};
+use rmcp::service::{
+    NotificationContext, Peer, RequestContext, SubscriptionContext, SubscriptionSink,
+};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{RoleServer, ServerHandler};
@@ -81,6 +85,9 @@ pub struct Switches {
     pub error: bool,
     /// The `tools/resolve` result shape.
     pub shape: Shape,
+    /// Offer only the session-based protocol versions (up to 2025-11-25),
+    /// not 2026-07-28; read when a client connects.
+    pub legacy_only: bool,
 }
 
 impl Switches {
@@ -97,6 +104,9 @@ impl Switches {
         if let Some(b) = v.get("error").and_then(Value::as_bool) {
             base.error = b;
         }
+        if let Some(b) = v.get("legacy_only").and_then(Value::as_bool) {
+            base.legacy_only = b;
+        }
         match v.get("shape").and_then(Value::as_str) {
             Some("seed") => base.shape = Shape::Seed,
             Some("extension") => base.shape = Shape::Extension,
@@ -111,6 +121,7 @@ impl Switches {
             "nondeterministic": self.nondeterministic,
             "delay_ms": self.delay.as_millis() as u64,
             "error": self.error,
+            "legacy_only": self.legacy_only,
             "shape": match self.shape { Shape::Seed => "seed", Shape::Extension => "extension" },
         })
     }
@@ -185,7 +196,9 @@ pub fn list_files_tool() -> Value {
 struct Shared {
     switches: Mutex<Switches>,
     calls: AtomicU64,
+    last_request_meta: Mutex<Option<Value>>,
     peers: Mutex<Vec<Peer<RoleServer>>>,
+    sinks: Mutex<Vec<SubscriptionSink>>,
 }
 
 impl Shared {
@@ -288,12 +301,31 @@ impl ServerHandler for Handler {
         Ok(ListToolsResult::with_all_items(tools))
     }
 
+    fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
+        if self.shared.switches().legacy_only {
+            Cow::Owned(
+                ProtocolVersion::KNOWN_VERSIONS
+                    .iter()
+                    .filter(|v| v.has_initialize())
+                    .cloned()
+                    .collect(),
+            )
+        } else {
+            Cow::Borrowed(ProtocolVersion::KNOWN_VERSIONS)
+        }
+    }
+
     async fn on_custom_request(
         &self,
         request: CustomRequest,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CustomResult, ErrorData> {
         let method = request.method.as_str();
+        *self
+            .shared
+            .last_request_meta
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = serde_json::to_value(&context.meta).ok();
         if method != "tools/resolve" && method != "tools/annotations" {
             return Err(ErrorData::new(
                 ErrorCode::METHOD_NOT_FOUND,
@@ -308,6 +340,27 @@ impl ServerHandler for Handler {
         }
         let params = request.params.unwrap_or(Value::Null);
         self.shared.answer(method, &params, n).map(CustomResult)
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        let mut accepted = SubscriptionFilter::default();
+        accepted.tools_list_changed = requested.tools_list_changed;
+        Some(accepted)
+    }
+
+    /// 2026-07-28 clients (no protocol session) hear about list changes on
+    /// a `subscriptions/listen` stream.
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
+        self.shared
+            .sinks
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(context.sink().clone());
+        context.cancelled().await;
+        Ok(())
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
@@ -331,7 +384,9 @@ impl Running {
         let shared = Arc::new(Shared {
             switches: Mutex::new(switches),
             calls: AtomicU64::new(0),
+            last_request_meta: Mutex::new(None),
             peers: Mutex::new(Vec::new()),
+            sinks: Mutex::new(Vec::new()),
         });
         let listener = TcpListener::bind(addr).await?;
         let addr = listener.local_addr()?;
@@ -392,6 +447,16 @@ impl Running {
         self.shared.calls.load(Ordering::SeqCst)
     }
 
+    /// The `_meta` of the last resolve request (a 2026-07-28 client repeats
+    /// its protocol version and capabilities there).
+    pub fn last_request_meta(&self) -> Option<Value> {
+        self.shared
+            .last_request_meta
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
     /// The current switches.
     pub fn switches(&self) -> Switches {
         self.shared.switches()
@@ -415,16 +480,31 @@ impl Running {
             .unwrap_or_else(|e| e.into_inner()));
     }
 
-    /// Sends `notifications/tools/list_changed` to every connected client;
-    /// returns how many received it.
+    /// Sends `notifications/tools/list_changed` to every connected client
+    /// (legacy sessions and 2026-07-28 subscriptions); returns how many
+    /// received it.
     pub async fn notify_list_changed(&self) -> usize {
+        let sinks: Vec<_> = self
+            .shared
+            .sinks
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        let mut sent = 0;
+        let mut live = Vec::new();
+        for s in sinks {
+            if s.notify_tool_list_changed().await.is_ok() {
+                sent += 1;
+                live.push(s);
+            }
+        }
+        *self.shared.sinks.lock().unwrap_or_else(|e| e.into_inner()) = live;
         let peers: Vec<_> = self
             .shared
             .peers
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clone();
-        let mut sent = 0;
         for p in peers {
             if p.notify_tool_list_changed().await.is_ok() {
                 sent += 1;
@@ -448,6 +528,11 @@ impl Running {
         }
         self.shared
             .peers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clear();
+        self.shared
+            .sinks
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clear();

@@ -593,6 +593,7 @@ async fn connection(
     });
     let c = Arc::new(Connection::open(&inner.pool, target, hook).await?);
     tracing::debug!(
+        protocol.version = ?c.protocol_version(),
         capabilities = ?c.server_capabilities(),
         "upstream connection initialized"
     );

@@ -396,9 +396,9 @@ async fn ending_a_session_drops_its_entries() {
     );
 }
 
-#[tokio::test]
-async fn list_changed_invalidates_the_session() {
-    let up = upstream(Switches::default()).await;
+/// Resolves, has the upstream announce a tool list change, and checks the
+/// session's entries are gone.
+async fn list_changed_invalidates(up: Arc<Running>) {
     let e = engine();
     let c = ctx(&up, "s1", Mode::Permissive, CachePolicy::Session);
     e.resolve(&c, "manage_files", &args("read")).await.unwrap();
@@ -409,9 +409,9 @@ async fn list_changed_invalidates_the_session() {
             .source,
         Source::Cache
     );
-    // The notification travels over the session's event stream, which the
-    // client opens after initializing: send until the engine has handled
-    // one (each try waits for that signal, bounded).
+    // The notification travels over a stream the client opens after
+    // connecting: send until the engine has handled one (each try waits
+    // for that signal, bounded).
     let mut handled = e.list_changed_events();
     let mut delivered = false;
     for _ in 0..50 {
@@ -432,6 +432,44 @@ async fn list_changed_invalidates_the_session() {
         .source;
     assert_eq!(source, Source::Upstream);
     assert_eq!(up.calls(), 2);
+    assert_eq!(e.stats().list_changed, 1);
+}
+
+#[tokio::test]
+async fn list_changed_invalidates_the_session_sessionless() {
+    let up = upstream(Switches::default()).await;
+    list_changed_invalidates(up.clone()).await;
+    // The upstream offers 2026-07-28: no protocol session, and the client
+    // repeats its version and capabilities (with the tool-resolution
+    // extension) in every request.
+    let meta = up.last_request_meta().unwrap();
+    assert_eq!(
+        meta["io.modelcontextprotocol/protocolVersion"],
+        json!("2026-07-28"),
+        "{meta}"
+    );
+    assert!(
+        meta["io.modelcontextprotocol/clientCapabilities"]["extensions"]
+            .get("io.modelcontextprotocol/tool-resolution")
+            .is_some(),
+        "{meta}"
+    );
+}
+
+#[tokio::test]
+async fn list_changed_invalidates_the_session_with_a_protocol_session() {
+    let up = upstream(Switches {
+        legacy_only: true,
+        ..Switches::default()
+    })
+    .await;
+    list_changed_invalidates(up.clone()).await;
+    let meta = up.last_request_meta().unwrap();
+    assert!(
+        meta.get("io.modelcontextprotocol/protocolVersion")
+            .is_none(),
+        "{meta}"
+    );
 }
 
 #[tokio::test]
