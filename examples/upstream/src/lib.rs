@@ -85,6 +85,9 @@ pub struct Switches {
     pub error: bool,
     /// The `tools/resolve` result shape.
     pub shape: Shape,
+    /// Answer every MCP request with HTTP 503 and `Retry-After` of this
+    /// many seconds.
+    pub overloaded: Option<u64>,
     /// Offer only the session-based protocol versions (up to 2025-11-25),
     /// not 2026-07-28; read when a client connects.
     pub legacy_only: bool,
@@ -104,6 +107,11 @@ impl Switches {
         if let Some(b) = v.get("error").and_then(Value::as_bool) {
             base.error = b;
         }
+        match v.get("overloaded_secs") {
+            Some(Value::Null) => base.overloaded = None,
+            Some(x) => base.overloaded = x.as_u64().or(base.overloaded),
+            None => {}
+        }
         if let Some(b) = v.get("legacy_only").and_then(Value::as_bool) {
             base.legacy_only = b;
         }
@@ -122,6 +130,7 @@ impl Switches {
             "delay_ms": self.delay.as_millis() as u64,
             "error": self.error,
             "legacy_only": self.legacy_only,
+            "overloaded_secs": self.overloaded,
             "shape": match self.shape { Shape::Seed => "seed", Shape::Extension => "extension" },
         })
     }
@@ -196,6 +205,7 @@ pub fn list_files_tool() -> Value {
 struct Shared {
     switches: Mutex<Switches>,
     calls: AtomicU64,
+    rejected: AtomicU64,
     last_request_meta: Mutex<Option<Value>>,
     peers: Mutex<Vec<Peer<RoleServer>>>,
     sinks: Mutex<Vec<SubscriptionSink>>,
@@ -384,6 +394,7 @@ impl Running {
         let shared = Arc::new(Shared {
             switches: Mutex::new(switches),
             calls: AtomicU64::new(0),
+            rejected: AtomicU64::new(0),
             last_request_meta: Mutex::new(None),
             peers: Mutex::new(Vec::new()),
             sinks: Mutex::new(Vec::new()),
@@ -418,6 +429,10 @@ impl Running {
             .route("/calls", get(calls))
             .route("/switches", get(get_switches).put(put_switches))
             .nest_service("/mcp", mcp)
+            .layer(axum::middleware::from_fn_with_state(
+                self.shared.clone(),
+                overload,
+            ))
             .with_state(self.shared.clone());
         let stop = ct.clone();
         let listener = listener.tap_io(|tcp| {
@@ -445,6 +460,11 @@ impl Running {
     /// How many `tools/resolve` and `tools/annotations` requests arrived.
     pub fn calls(&self) -> u64 {
         self.shared.calls.load(Ordering::SeqCst)
+    }
+
+    /// How many MCP requests the `overloaded` switch turned away.
+    pub fn rejected(&self) -> u64 {
+        self.shared.rejected.load(Ordering::SeqCst)
     }
 
     /// The `_meta` of the last resolve request (a 2026-07-28 client repeats
@@ -545,6 +565,27 @@ impl Running {
         self.serve(listener);
         Ok(())
     }
+}
+
+/// The `overloaded` switch: 503 with `Retry-After` for MCP requests.
+async fn overload(
+    State(shared): State<Arc<Shared>>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    if request.uri().path().starts_with("/mcp")
+        && let Some(secs) = shared.switches().overloaded
+    {
+        shared.rejected.fetch_add(1, Ordering::SeqCst);
+        return (
+            axum::http::StatusCode::SERVICE_UNAVAILABLE,
+            [(axum::http::header::RETRY_AFTER, secs.to_string())],
+            "overloaded",
+        )
+            .into_response();
+    }
+    next.run(request).await
 }
 
 async fn calls(State(shared): State<Arc<Shared>>) -> Json<Value> {

@@ -27,6 +27,9 @@ struct Args {
     /// Answer every resolve with a JSON-RPC internal error.
     #[arg(long)]
     error: bool,
+    /// Answer MCP requests with 503 and this Retry-After (seconds).
+    #[arg(long)]
+    overloaded_secs: Option<u64>,
     /// Offer only session-based protocol versions (no 2026-07-28).
     #[arg(long)]
     legacy_only: bool,
@@ -52,6 +55,7 @@ async fn main() -> anyhow::Result<()> {
             error: a.error,
             shape: a.shape,
             legacy_only: a.legacy_only,
+            overloaded: a.overloaded_secs,
         },
     )
     .await?;

@@ -32,9 +32,10 @@ use rmcp::service::{
     ClientInitializeError, ClientLifecycleMode, ClientServiceExt, NotificationContext,
     RunningService, ServiceError,
 };
+use rmcp::transport::DynamicTransportError;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::{
-    HttpStatusError, StreamableHttpClientTransportConfig,
+    HttpStatusError, StreamableHttpClientTransportConfig, StreamableHttpError,
 };
 use rmcp::{ClientHandler, RoleClient};
 use serde_json::{Map, Value};
@@ -342,15 +343,33 @@ impl Connection {
     }
 }
 
-/// A `Retry-After` carried anywhere in an error's source chain: seconds,
-/// or an HTTP date.
+/// A `Retry-After` carried by an HTTP 429 or 5xx anywhere in an error's
+/// chain: seconds, or an HTTP date.
 fn retry_after_in(e: &(dyn std::error::Error + 'static)) -> Option<Duration> {
     let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
     while let Some(x) = cur {
-        if let Some(h) = x.downcast_ref::<HttpStatusError>() {
+        let status = x.downcast_ref::<HttpStatusError>().or_else(|| {
+            match x.downcast_ref::<StreamableHttpError<reqwest::Error>>() {
+                Some(StreamableHttpError::HttpStatus(h)) => Some(h),
+                _ => None,
+            }
+        });
+        if let Some(h) = status {
             return h.retry_after.as_deref().and_then(parse_retry_after);
         }
-        cur = x.source();
+        cur = if let Some(d) = x.downcast_ref::<DynamicTransportError>() {
+            Some(d.error.as_ref())
+        } else if let Some(i) = x.downcast_ref::<ClientInitializeError>() {
+            match i {
+                ClientInitializeError::TransportError { error, .. } => Some(error),
+                ClientInitializeError::LegacyFallbackFailed { fallback, .. } => {
+                    Some(fallback.as_ref())
+                }
+                _ => None,
+            }
+        } else {
+            x.source()
+        };
     }
     None
 }

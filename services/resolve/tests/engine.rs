@@ -528,3 +528,127 @@ async fn batch_in_order() {
     );
     assert_eq!(up.calls(), 2);
 }
+
+#[tokio::test]
+async fn retry_after_is_honoured_without_waiting() {
+    let up = upstream(Switches {
+        overloaded: Some(120),
+        ..Switches::default()
+    })
+    .await;
+    let e = engine();
+    let c = ctx(&up, "s1", Mode::Permissive, CachePolicy::Session);
+    let r = e.resolve(&c, "manage_files", &args("read")).await.unwrap();
+    assert_eq!(
+        (r.source, r.reason.as_deref()),
+        (Source::Fallback, Some("upstream_error"))
+    );
+    let turned_away = up.rejected();
+    assert!(turned_away >= 1);
+    // Within the Retry-After window the upstream is not asked again.
+    let r = e
+        .resolve(&c, "manage_files", &args("delete"))
+        .await
+        .unwrap();
+    assert_eq!(
+        (r.source, r.reason.as_deref()),
+        (Source::Fallback, Some("retry_after"))
+    );
+    assert_eq!(r.tool["annotations"]["destructiveHint"], json!(true));
+    assert_eq!(up.rejected(), turned_away);
+    // Another session is not held back by this one's window.
+    up.update(|s| s.overloaded = None);
+    let other = ctx(&up, "s2", Mode::Permissive, CachePolicy::Session);
+    assert_eq!(
+        e.resolve(&other, "manage_files", &args("read"))
+            .await
+            .unwrap()
+            .source,
+        Source::Upstream
+    );
+}
+
+#[tokio::test]
+async fn a_tenant_cannot_take_more_than_its_share() {
+    let up = upstream(Switches::default()).await;
+    // Room for about two answers per tenant.
+    let e = Engine::new(EngineConfig {
+        capacity_bytes: 1 << 20,
+        tenant_share_bytes: 6_000,
+        ..EngineConfig::default()
+    });
+    let a = ctx(&up, "a1", Mode::Permissive, CachePolicy::Session);
+    for i in 0..6 {
+        let r = e
+            .resolve(
+                &a,
+                "manage_files",
+                &json!({"path": format!("/f{i}"), "action": "read"}),
+            )
+            .await
+            .unwrap();
+        assert_eq!(r.source, Source::Upstream);
+    }
+    let s = e.stats();
+    assert!(s.share_refusals >= 3, "{s:?}");
+    assert!(e.tenant_cache_bytes(&a.tenant) <= 6_000);
+    // Another tenant still gets its own share.
+    let mut b = ctx(&up, "b1", Mode::Permissive, CachePolicy::Session);
+    b.tenant = TenantId::parse("globex").unwrap();
+    e.resolve(&b, "manage_files", &args("read")).await.unwrap();
+    assert_eq!(
+        e.resolve(&b, "manage_files", &args("read"))
+            .await
+            .unwrap()
+            .source,
+        Source::Cache
+    );
+    assert!(e.tenant_cache_bytes(&b.tenant) > 0);
+}
+
+#[tokio::test]
+async fn determinism_is_checked_after_eviction() {
+    let up = upstream(Switches {
+        nondeterministic: true,
+        ..Switches::default()
+    })
+    .await;
+    // A cache too small to keep any answer: every call is a miss, as after
+    // an eviction; the session's fingerprints still remember.
+    let e = Engine::new(EngineConfig {
+        capacity_bytes: 100,
+        ..EngineConfig::default()
+    });
+    let c = ctx(&up, "s1", Mode::Permissive, CachePolicy::Session);
+    assert!(
+        e.resolve(&c, "manage_files", &args("read"))
+            .await
+            .unwrap()
+            .events
+            .is_empty()
+    );
+    e.run_pending_tasks();
+    let r = e.resolve(&c, "manage_files", &args("read")).await.unwrap();
+    assert_eq!(r.source, Source::Upstream);
+    assert!(
+        matches!(&r.events[..], [ResolveEvent::DeterminismViolation { .. }]),
+        "{r:?}"
+    );
+}
+
+#[tokio::test]
+async fn entries_never_outlive_their_session() {
+    let up = upstream(Switches::default()).await;
+    let e = engine();
+    let mut c = ctx(&up, "s1", Mode::Permissive, CachePolicy::Session);
+    c.expires_at = SystemTime::now() - Duration::from_secs(1);
+    e.resolve(&c, "manage_files", &args("read")).await.unwrap();
+    assert_eq!(
+        e.resolve(&c, "manage_files", &args("read"))
+            .await
+            .unwrap()
+            .source,
+        Source::Upstream
+    );
+    assert_eq!(up.calls(), 2);
+}
