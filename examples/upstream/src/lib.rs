@@ -69,6 +69,8 @@ pub enum Shape {
     Seed,
     /// The extension's `{"resultType": "complete", "name", "annotations"}`.
     Extension,
+    /// Not a resolution result at all (`{"tool": 42}`).
+    Malformed,
 }
 
 /// Ways to misbehave; all off by default.
@@ -118,6 +120,7 @@ impl Switches {
         match v.get("shape").and_then(Value::as_str) {
             Some("seed") => base.shape = Shape::Seed,
             Some("extension") => base.shape = Shape::Extension,
+            Some("malformed") => base.shape = Shape::Malformed,
             _ => {}
         }
         base
@@ -131,7 +134,11 @@ impl Switches {
             "error": self.error,
             "legacy_only": self.legacy_only,
             "overloaded_secs": self.overloaded,
-            "shape": match self.shape { Shape::Seed => "seed", Shape::Extension => "extension" },
+            "shape": match self.shape {
+                Shape::Seed => "seed",
+                Shape::Extension => "extension",
+                Shape::Malformed => "malformed",
+            },
         })
     }
 }
@@ -269,6 +276,7 @@ impl Shared {
                 "name": MANAGE_FILES,
                 "annotations": annotations,
             }),
+            Shape::Malformed => json!({"tool": 42}),
         })
     }
 }

@@ -647,11 +647,11 @@ async fn fetch(
         }
         Ok(raw) => match checked(&inner, &ctx, &name, &raw) {
             Err(e) => Err(e),
-            Ok((fetched, result_fp)) => {
+            Ok((fetched, result_fp, json_len)) => {
                 let determinism = remember(&inner, &state, key.fingerprint(), result_fp);
                 let fetched = Arc::new(fetched);
                 if ctx.cache == CachePolicy::Session && !state.ended.load(Ordering::SeqCst) {
-                    let weight = weigh(&key, &raw);
+                    let weight = weigh(&key, json_len);
                     inner.cache.insert(
                         key.clone(),
                         inner.cache.entry(state.expires_at, weight, fetched.clone()),
@@ -675,13 +675,13 @@ async fn fetch(
 }
 
 /// Checks a raw upstream answer; returns it ready to serve with the
-/// answer's fingerprint.
+/// answer's fingerprint and canonical size.
 fn checked(
     inner: &Inner,
     ctx: &SessionCtx,
     name: &str,
     raw: &Value,
-) -> Result<(Fetched, u128), FetchError> {
+) -> Result<(Fetched, u128, usize), FetchError> {
     let tool = ctx
         .signature
         .tool(name)
@@ -692,7 +692,8 @@ fn checked(
     for v in &report.violations {
         inner.stats.violation(v.kind);
     }
-    let fp = fingerprint(&canonical_bytes(raw));
+    let canonical = canonical_bytes(raw);
+    let fp = fingerprint(&canonical);
     Ok((
         Fetched {
             tool: tool.served_tool(raw),
@@ -701,6 +702,7 @@ fn checked(
             notices: report.notices,
         },
         fp,
+        canonical.len(),
     ))
 }
 
@@ -733,8 +735,7 @@ fn remember(
 /// The weight of an entry: key bytes, the answer at about twice its
 /// JSON size (a `Value` tree costs more than its text), and the fixed
 /// per-entry overhead.
-fn weigh(key: &CacheKey, raw: &Value) -> u32 {
-    let json = canonical_bytes(raw).len();
+fn weigh(key: &CacheKey, json: usize) -> u32 {
     let w = key.heap_size() + 2 * json + ENTRY_OVERHEAD as usize;
     u32::try_from(w).unwrap_or(u32::MAX)
 }

@@ -296,9 +296,23 @@ async fn rpc_errors_and_timeouts_fall_back() {
         (r.source, r.reason.as_deref()),
         (Source::Fallback, Some("timeout"))
     );
+    up.set(Switches {
+        shape: Shape::Malformed,
+        ..Switches::default()
+    });
+    let r = e.resolve(&c, "manage_files", &args("read")).await.unwrap();
+    assert_eq!(
+        (r.source, r.reason.as_deref()),
+        (Source::Fallback, Some("malformed"))
+    );
     up.set(Switches::default());
     let r = e.resolve(&c, "manage_files", &args("read")).await.unwrap();
     assert_eq!(r.source, Source::Upstream);
+    let s = e.stats();
+    for reason in ["rpc_error", "timeout", "malformed"] {
+        assert!(s.fallbacks.contains(&(reason, 1)), "{s:?}");
+    }
+    assert_eq!(s.cache_entries, 1);
 }
 
 #[tokio::test]
