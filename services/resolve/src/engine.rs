@@ -214,6 +214,8 @@ struct Done {
     fetched: Arc<Fetched>,
     /// (previous, current) answer fingerprints when they differ.
     determinism: Option<(u128, u128)>,
+    /// Whether a caller has taken the events to report.
+    reported: AtomicBool,
 }
 
 type Outcome = Arc<Result<Done, FetchError>>;
@@ -410,15 +412,19 @@ impl Engine {
         };
         match outcome.as_ref() {
             Ok(done) => {
+                // The first caller to take the answer reports its events
+                // (normally the one that started the call; another waiter
+                // if that caller went away).
+                let report = !done.reported.swap(true, Ordering::AcqRel);
                 let mut r = serve(
                     inner,
                     ctx,
                     tool,
                     &done.fetched,
                     Source::Upstream,
-                    leader.then(|| key.fingerprint()),
+                    report.then(|| key.fingerprint()),
                 );
-                if leader && let Some((previous, current)) = done.determinism {
+                if report && let Some((previous, current)) = done.determinism {
                     r.events.push(ResolveEvent::DeterminismViolation {
                         tool: name.to_owned(),
                         key: hex128(key.fingerprint()),
@@ -510,8 +516,9 @@ impl Engine {
 }
 
 /// Serves a checked answer under the session's mode. `fresh` is the key
-/// fingerprint when this call made the upstream request (it then reports a
-/// strict refusal; waiters and cache hits do not report it again).
+/// fingerprint when this call reports the upstream answer's events (a
+/// strict refusal is reported once per upstream answer, never again by
+/// other waiters or cache hits).
 fn serve(
     inner: &Inner,
     ctx: &SessionCtx,
@@ -660,6 +667,7 @@ async fn fetch(
                 Ok(Done {
                     fetched,
                     determinism,
+                    reported: AtomicBool::new(false),
                 })
             }
         },

@@ -666,3 +666,30 @@ async fn entries_never_outlive_their_session() {
     );
     assert_eq!(up.calls(), 2);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_refusal_event_per_upstream_answer() {
+    let up = upstream(Switches {
+        undeclared: true,
+        delay: Duration::from_millis(100),
+        ..Switches::default()
+    })
+    .await;
+    let e = Arc::new(engine());
+    let c = Arc::new(ctx(&up, "s1", Mode::Strict, CachePolicy::Session));
+    let mut tasks = Vec::new();
+    for _ in 0..20 {
+        let (e, c) = (e.clone(), c.clone());
+        tasks.push(tokio::spawn(async move {
+            e.resolve(&c, "manage_files", &args("read")).await.unwrap()
+        }));
+    }
+    let mut events = 0;
+    for t in tasks {
+        let r = t.await.unwrap();
+        assert_eq!(r.source, Source::Fallback);
+        events += r.events.len();
+    }
+    assert_eq!(up.calls(), 1);
+    assert_eq!(events, 1);
+}
