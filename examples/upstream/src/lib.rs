@@ -26,6 +26,7 @@
 //! `examples/manage-files-1.0.0.json` is the signature card that describes
 //! this server.
 
+use std::borrow::Cow;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -34,11 +35,15 @@ use std::time::Duration;
 use axum::Json;
 use axum::extract::State;
 use axum::routing::get;
+use axum::serve::ListenerExt;
 use rmcp::model::{
     CustomRequest, CustomResult, ErrorCode, ErrorData, Implementation, InitializeResult,
-    ListToolsResult, PaginatedRequestParams, ServerCapabilities, Tool, ToolsCapability,
+    ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerCapabilities,
+    SubscriptionFilter, Tool, ToolsCapability,
 };
-use rmcp::service::{NotificationContext, Peer, RequestContext};
+use rmcp::service::{
+    NotificationContext, Peer, RequestContext, SubscriptionContext, SubscriptionSink,
+};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{RoleServer, ServerHandler};
@@ -64,6 +69,8 @@ pub enum Shape {
     Seed,
     /// The extension's `{"resultType": "complete", "name", "annotations"}`.
     Extension,
+    /// Not a resolution result at all (`{"tool": 42}`).
+    Malformed,
 }
 
 /// Ways to misbehave; all off by default.
@@ -80,6 +87,12 @@ pub struct Switches {
     pub error: bool,
     /// The `tools/resolve` result shape.
     pub shape: Shape,
+    /// Answer every MCP request with HTTP 503 and `Retry-After` of this
+    /// many seconds.
+    pub overloaded: Option<u64>,
+    /// Offer only the session-based protocol versions (up to 2025-11-25),
+    /// not 2026-07-28; read when a client connects.
+    pub legacy_only: bool,
 }
 
 impl Switches {
@@ -96,9 +109,18 @@ impl Switches {
         if let Some(b) = v.get("error").and_then(Value::as_bool) {
             base.error = b;
         }
+        match v.get("overloaded_secs") {
+            Some(Value::Null) => base.overloaded = None,
+            Some(x) => base.overloaded = x.as_u64().or(base.overloaded),
+            None => {}
+        }
+        if let Some(b) = v.get("legacy_only").and_then(Value::as_bool) {
+            base.legacy_only = b;
+        }
         match v.get("shape").and_then(Value::as_str) {
             Some("seed") => base.shape = Shape::Seed,
             Some("extension") => base.shape = Shape::Extension,
+            Some("malformed") => base.shape = Shape::Malformed,
             _ => {}
         }
         base
@@ -110,7 +132,13 @@ impl Switches {
             "nondeterministic": self.nondeterministic,
             "delay_ms": self.delay.as_millis() as u64,
             "error": self.error,
-            "shape": match self.shape { Shape::Seed => "seed", Shape::Extension => "extension" },
+            "legacy_only": self.legacy_only,
+            "overloaded_secs": self.overloaded,
+            "shape": match self.shape {
+                Shape::Seed => "seed",
+                Shape::Extension => "extension",
+                Shape::Malformed => "malformed",
+            },
         })
     }
 }
@@ -184,7 +212,10 @@ pub fn list_files_tool() -> Value {
 struct Shared {
     switches: Mutex<Switches>,
     calls: AtomicU64,
+    rejected: AtomicU64,
+    last_request_meta: Mutex<Option<Value>>,
     peers: Mutex<Vec<Peer<RoleServer>>>,
+    sinks: Mutex<Vec<SubscriptionSink>>,
 }
 
 impl Shared {
@@ -245,6 +276,7 @@ impl Shared {
                 "name": MANAGE_FILES,
                 "annotations": annotations,
             }),
+            Shape::Malformed => json!({"tool": 42}),
         })
     }
 }
@@ -287,12 +319,31 @@ impl ServerHandler for Handler {
         Ok(ListToolsResult::with_all_items(tools))
     }
 
+    fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
+        if self.shared.switches().legacy_only {
+            Cow::Owned(
+                ProtocolVersion::KNOWN_VERSIONS
+                    .iter()
+                    .filter(|v| v.has_initialize())
+                    .cloned()
+                    .collect(),
+            )
+        } else {
+            Cow::Borrowed(ProtocolVersion::KNOWN_VERSIONS)
+        }
+    }
+
     async fn on_custom_request(
         &self,
         request: CustomRequest,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CustomResult, ErrorData> {
         let method = request.method.as_str();
+        *self
+            .shared
+            .last_request_meta
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = serde_json::to_value(&context.meta).ok();
         if method != "tools/resolve" && method != "tools/annotations" {
             return Err(ErrorData::new(
                 ErrorCode::METHOD_NOT_FOUND,
@@ -307,6 +358,27 @@ impl ServerHandler for Handler {
         }
         let params = request.params.unwrap_or(Value::Null);
         self.shared.answer(method, &params, n).map(CustomResult)
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        let mut accepted = SubscriptionFilter::default();
+        accepted.tools_list_changed = requested.tools_list_changed;
+        Some(accepted)
+    }
+
+    /// 2026-07-28 clients (no protocol session) hear about list changes on
+    /// a `subscriptions/listen` stream.
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
+        self.shared
+            .sinks
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(context.sink().clone());
+        context.cancelled().await;
+        Ok(())
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
@@ -330,7 +402,10 @@ impl Running {
         let shared = Arc::new(Shared {
             switches: Mutex::new(switches),
             calls: AtomicU64::new(0),
+            rejected: AtomicU64::new(0),
+            last_request_meta: Mutex::new(None),
             peers: Mutex::new(Vec::new()),
+            sinks: Mutex::new(Vec::new()),
         });
         let listener = TcpListener::bind(addr).await?;
         let addr = listener.local_addr()?;
@@ -362,8 +437,16 @@ impl Running {
             .route("/calls", get(calls))
             .route("/switches", get(get_switches).put(put_switches))
             .nest_service("/mcp", mcp)
+            .layer(axum::middleware::from_fn_with_state(
+                self.shared.clone(),
+                overload,
+            ))
             .with_state(self.shared.clone());
         let stop = ct.clone();
+        let listener = listener.tap_io(|tcp| {
+            // Small request/response exchanges: no Nagle delay.
+            let _ = tcp.set_nodelay(true);
+        });
         let task = tokio::spawn(async move {
             let _ = axum::serve(listener, app)
                 .with_graceful_shutdown(async move { stop.cancelled().await })
@@ -385,6 +468,21 @@ impl Running {
     /// How many `tools/resolve` and `tools/annotations` requests arrived.
     pub fn calls(&self) -> u64 {
         self.shared.calls.load(Ordering::SeqCst)
+    }
+
+    /// How many MCP requests the `overloaded` switch turned away.
+    pub fn rejected(&self) -> u64 {
+        self.shared.rejected.load(Ordering::SeqCst)
+    }
+
+    /// The `_meta` of the last resolve request (a 2026-07-28 client repeats
+    /// its protocol version and capabilities there).
+    pub fn last_request_meta(&self) -> Option<Value> {
+        self.shared
+            .last_request_meta
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     /// The current switches.
@@ -410,16 +508,31 @@ impl Running {
             .unwrap_or_else(|e| e.into_inner()));
     }
 
-    /// Sends `notifications/tools/list_changed` to every connected client;
-    /// returns how many received it.
+    /// Sends `notifications/tools/list_changed` to every connected client
+    /// (legacy sessions and 2026-07-28 subscriptions); returns how many
+    /// received it.
     pub async fn notify_list_changed(&self) -> usize {
+        let sinks: Vec<_> = self
+            .shared
+            .sinks
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        let mut sent = 0;
+        let mut live = Vec::new();
+        for s in sinks {
+            if s.notify_tool_list_changed().await.is_ok() {
+                sent += 1;
+                live.push(s);
+            }
+        }
+        *self.shared.sinks.lock().unwrap_or_else(|e| e.into_inner()) = live;
         let peers: Vec<_> = self
             .shared
             .peers
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clone();
-        let mut sent = 0;
         for p in peers {
             if p.notify_tool_list_changed().await.is_ok() {
                 sent += 1;
@@ -446,6 +559,11 @@ impl Running {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clear();
+        self.shared
+            .sinks
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clear();
     }
 
     /// Listens again on the same address (after [`Running::stop`]).
@@ -455,6 +573,27 @@ impl Running {
         self.serve(listener);
         Ok(())
     }
+}
+
+/// The `overloaded` switch: 503 with `Retry-After` for MCP requests.
+async fn overload(
+    State(shared): State<Arc<Shared>>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    if request.uri().path().starts_with("/mcp")
+        && let Some(secs) = shared.switches().overloaded
+    {
+        shared.rejected.fetch_add(1, Ordering::SeqCst);
+        return (
+            axum::http::StatusCode::SERVICE_UNAVAILABLE,
+            [(axum::http::header::RETRY_AFTER, secs.to_string())],
+            "overloaded",
+        )
+            .into_response();
+    }
+    next.run(request).await
 }
 
 async fn calls(State(shared): State<Arc<Shared>>) -> Json<Value> {

@@ -27,6 +27,12 @@ struct Args {
     /// Answer every resolve with a JSON-RPC internal error.
     #[arg(long)]
     error: bool,
+    /// Answer MCP requests with 503 and this Retry-After (seconds).
+    #[arg(long)]
+    overloaded_secs: Option<u64>,
+    /// Offer only session-based protocol versions (no 2026-07-28).
+    #[arg(long)]
+    legacy_only: bool,
     /// Result shape of tools/resolve.
     #[arg(long, value_enum, default_value_t = Shape::Seed)]
     shape: Shape,
@@ -48,6 +54,8 @@ async fn main() -> anyhow::Result<()> {
             delay: Duration::from_millis(a.delay_ms),
             error: a.error,
             shape: a.shape,
+            legacy_only: a.legacy_only,
+            overloaded: a.overloaded_secs,
         },
     )
     .await?;

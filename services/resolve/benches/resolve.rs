@@ -117,8 +117,9 @@ fn benches(c: &mut Criterion) {
         })
     });
 
+    let url = up.url();
     let client = rt
-        .block_on(().serve(StreamableHttpClientTransport::from_uri(up.url())))
+        .block_on(async move { ().serve(StreamableHttpClientTransport::from_uri(url)).await })
         .unwrap();
     c.bench_function("direct_call", |b| {
         b.iter(|| {

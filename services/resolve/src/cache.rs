@@ -125,10 +125,10 @@ impl ResolveCache {
         }
     }
 
-    /// An entry expiring at `expires_at` (rounded up to the second).
+    /// An entry expiring at `expires_at`, rounded down to the second so
+    /// that it never outlives its session.
     pub(crate) fn entry(&self, expires_at: Instant, weight: u32, value: Arc<Fetched>) -> Entry {
-        let d = expires_at.saturating_duration_since(self.epoch);
-        let secs = d.as_secs() + u64::from(d.subsec_nanos() > 0);
+        let secs = expires_at.saturating_duration_since(self.epoch).as_secs();
         Entry {
             expires: u32::try_from(secs).unwrap_or(u32::MAX),
             weight,

@@ -202,6 +202,8 @@ struct Done {
     fetched: Arc<Fetched>,
     /// (previous, current) answer fingerprints when they differ.
     determinism: Option<(u128, u128)>,
+    /// Whether a caller has taken the events to report.
+    reported: AtomicBool,
 }
 
 type Outcome = Arc<Result<Done, FetchError>>;
@@ -248,6 +250,7 @@ struct Inner {
     sessions: moka::sync::Cache<Vec<u8>, Arc<SessionState>>,
     pool: Pool,
     draws: AtomicU64,
+    list_changed: watch::Sender<u64>,
 }
 
 /// The resolve engine (one per process; cheap to share by reference).
@@ -301,6 +304,7 @@ impl Engine {
                 inflight: Mutex::new(HashMap::new()),
                 sessions,
                 draws: AtomicU64::new(0),
+                list_changed: watch::Sender::new(0),
             }),
         }
     }
@@ -396,15 +400,19 @@ impl Engine {
         };
         match outcome.as_ref() {
             Ok(done) => {
+                // The first caller to take the answer reports its events
+                // (normally the one that started the call; another waiter
+                // if that caller went away).
+                let report = !done.reported.swap(true, Ordering::AcqRel);
                 let mut r = serve(
                     inner,
                     ctx,
                     tool,
                     &done.fetched,
                     Source::Upstream,
-                    leader.then(|| key.fingerprint()),
+                    report.then(|| key.fingerprint()),
                 );
-                if leader && let Some((previous, current)) = done.determinism {
+                if report && let Some((previous, current)) = done.determinism {
                     r.events.push(ResolveEvent::DeterminismViolation {
                         tool: name.to_owned(),
                         key: hex128(key.fingerprint()),
@@ -453,6 +461,12 @@ impl Engine {
         self.inner.stats.snapshot()
     }
 
+    /// Counts the upstream `notifications/tools/list_changed` handled so
+    /// far (each has invalidated its session by the time it is counted).
+    pub fn list_changed_events(&self) -> watch::Receiver<u64> {
+        self.inner.list_changed.subscribe()
+    }
+
     /// Bytes a tenant's entries hold in the cache now.
     pub fn tenant_cache_bytes(&self, tenant: &TenantId) -> u64 {
         self.inner.cache.tenant_bytes(tenant.as_str())
@@ -491,8 +505,9 @@ impl Engine {
 }
 
 /// Serves a checked answer under the session's mode. `fresh` is the key
-/// fingerprint when this call made the upstream request (it then reports a
-/// strict refusal; waiters and cache hits do not report it again).
+/// fingerprint when this call reports the upstream answer's events (a
+/// strict refusal is reported once per upstream answer, never again by
+/// other waiters or cache hits).
 fn serve(
     inner: &Inner,
     ctx: &SessionCtx,
@@ -567,11 +582,14 @@ async fn connection(
                 .unwrap_or_else(|e| e.into_inner())
                 .clear();
             inner.cache.invalidate_session(state.prefix.clone());
+            let n = inner.stats.list_changed();
+            inner.list_changed.send_replace(n);
             tracing::info!("upstream tool list changed: session cache invalidated");
         }
     });
     let c = Arc::new(Connection::open(&inner.pool, target, hook).await?);
     tracing::debug!(
+        protocol.version = ?c.protocol_version(),
         capabilities = ?c.server_capabilities(),
         "upstream connection initialized"
     );
@@ -625,11 +643,11 @@ async fn fetch(
         }
         Ok(raw) => match checked(&inner, &ctx, &name, &raw) {
             Err(e) => Err(e),
-            Ok((fetched, result_fp)) => {
+            Ok((fetched, result_fp, json_len)) => {
                 let determinism = remember(&inner, &state, key.fingerprint(), result_fp);
                 let fetched = Arc::new(fetched);
                 if ctx.cache == CachePolicy::Session && !state.ended.load(Ordering::SeqCst) {
-                    let weight = weigh(&key, &raw);
+                    let weight = weigh(&key, json_len);
                     inner.cache.insert(
                         key.clone(),
                         inner.cache.entry(state.expires_at, weight, fetched.clone()),
@@ -638,6 +656,7 @@ async fn fetch(
                 Ok(Done {
                     fetched,
                     determinism,
+                    reported: AtomicBool::new(false),
                 })
             }
         },
@@ -653,13 +672,13 @@ async fn fetch(
 }
 
 /// Checks a raw upstream answer; returns it ready to serve with the
-/// answer's fingerprint.
+/// answer's fingerprint and canonical size.
 fn checked(
     inner: &Inner,
     ctx: &SessionCtx,
     name: &str,
     raw: &Value,
-) -> Result<(Fetched, u128), FetchError> {
+) -> Result<(Fetched, u128, usize), FetchError> {
     let tool = ctx
         .signature
         .tool(name)
@@ -670,7 +689,8 @@ fn checked(
     for v in &report.violations {
         inner.stats.violation(v.kind);
     }
-    let fp = fingerprint(&canonical_bytes(raw));
+    let canonical = canonical_bytes(raw);
+    let fp = fingerprint(&canonical);
     Ok((
         Fetched {
             tool: tool.served_tool(raw),
@@ -679,6 +699,7 @@ fn checked(
             notices: report.notices,
         },
         fp,
+        canonical.len(),
     ))
 }
 
@@ -711,8 +732,7 @@ fn remember(
 /// The weight of an entry: key bytes, the answer at about twice its
 /// JSON size (a `Value` tree costs more than its text), and the fixed
 /// per-entry overhead.
-fn weigh(key: &CacheKey, raw: &Value) -> u32 {
-    let json = canonical_bytes(raw).len();
+fn weigh(key: &CacheKey, json: usize) -> u32 {
     let w = key.heap_size() + 2 * json + ENTRY_OVERHEAD as usize;
     u32::try_from(w).unwrap_or(u32::MAX)
 }

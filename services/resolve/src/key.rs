@@ -10,6 +10,7 @@
 //! The arguments go through `signet_core::digest::write_canonical`: `1` and
 //! `1.0`, reordered keys, or `"\u0041"` and `"A"` give the same key.
 
+use std::cell::RefCell;
 use std::hash::{Hash, Hasher};
 
 use serde_json::Value;
@@ -56,17 +57,35 @@ pub fn session_prefix(tenant: &str, session: &str) -> Vec<u8> {
 
 impl CacheKey {
     /// Builds the key of resolving `tool` with `arguments` in a session.
+    ///
+    /// The bytes are written into a reused per-thread buffer and copied
+    /// once into an exactly sized allocation.
     pub fn new(tenant: &str, session: &str, tool: &str, arguments: &Value) -> Self {
-        let mut out = Vec::with_capacity(64 + tenant.len() + session.len() + tool.len());
-        push_str(&mut out, tenant);
-        push_str(&mut out, session);
-        let prefix_len = out.len() as u32;
-        push_str(&mut out, tool);
-        write_canonical(&mut out, arguments);
-        Self {
-            bytes: out.into_boxed_slice(),
-            prefix_len,
+        thread_local! {
+            static BUF: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
         }
+        let build = |out: &mut Vec<u8>| {
+            push_str(out, tenant);
+            push_str(out, session);
+            let prefix_len = out.len() as u32;
+            push_str(out, tool);
+            write_canonical(out, arguments);
+            Self {
+                bytes: Box::from(out.as_slice()),
+                prefix_len,
+            }
+        };
+        BUF.with(|cell| match cell.try_borrow_mut() {
+            Ok(mut buf) => {
+                buf.clear();
+                let key = build(&mut buf);
+                if buf.capacity() > 64 * 1024 {
+                    *buf = Vec::new();
+                }
+                key
+            }
+            Err(_) => build(&mut Vec::new()),
+        })
     }
 
     /// The encoded key.

@@ -95,6 +95,7 @@ pub struct Stats {
     statics: AtomicU64,
     upstream_calls: AtomicU64,
     share_refusals: AtomicU64,
+    list_changed: AtomicU64,
     fallbacks: [AtomicU64; 6],
     violations: [AtomicU64; 8],
     latency: [AtomicU64; 13],
@@ -118,6 +119,9 @@ impl Stats {
     }
     pub(crate) fn share_refusal(&self) {
         self.share_refusals.fetch_add(1, Relaxed);
+    }
+    pub(crate) fn list_changed(&self) -> u64 {
+        self.list_changed.fetch_add(1, Relaxed) + 1
     }
     pub(crate) fn fallback(&self, r: FallbackReason) {
         self.fallbacks[r.index()].fetch_add(1, Relaxed);
@@ -167,6 +171,7 @@ impl Stats {
             static_answers: self.statics.load(Relaxed),
             upstream_calls: self.upstream_calls.load(Relaxed),
             share_refusals: self.share_refusals.load(Relaxed),
+            list_changed: self.list_changed.load(Relaxed),
             fallbacks: FallbackReason::ALL
                 .iter()
                 .map(|r| (r.as_str(), self.fallbacks[r.index()].load(Relaxed)))
@@ -199,6 +204,8 @@ pub struct StatsSnapshot {
     pub upstream_calls: u64,
     /// Results not cached because their tenant was at its share.
     pub share_refusals: u64,
+    /// `notifications/tools/list_changed` received from upstreams.
+    pub list_changed: u64,
     /// Fallbacks by reason.
     pub fallbacks: Vec<(&'static str, u64)>,
     /// Violations by kind (containment kinds, and `determinism`).

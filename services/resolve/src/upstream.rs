@@ -26,14 +26,18 @@ use std::time::{Duration, SystemTime};
 use http::{HeaderName, HeaderValue};
 use rmcp::model::{
     ClientCapabilities, ClientConfig, ClientRequest, CustomRequest, Implementation,
-    ProtocolVersion, ServerResult,
+    ProtocolVersion, ServerNotification, ServerResult, SubscriptionFilter,
 };
-use rmcp::service::{NotificationContext, RunningService, ServiceError};
+use rmcp::service::{
+    ClientInitializeError, ClientLifecycleMode, ClientServiceExt, NotificationContext,
+    RunningService, ServiceError,
+};
+use rmcp::transport::DynamicTransportError;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::{
-    HttpStatusError, StreamableHttpClientTransportConfig,
+    HttpStatusError, StreamableHttpClientTransportConfig, StreamableHttpError,
 };
-use rmcp::{ClientHandler, RoleClient, ServiceExt};
+use rmcp::{ClientHandler, RoleClient};
 use serde_json::{Map, Value};
 
 use crate::prepared::TOOL_RESOLUTION;
@@ -204,6 +208,8 @@ fn client_info() -> ClientConfig {
 /// One initialized MCP connection.
 pub(crate) struct Connection {
     service: RunningService<RoleClient, Handler>,
+    /// The `subscriptions/listen` task of a 2026-07-28 connection.
+    listener: Option<tokio::task::JoinHandle<()>>,
 }
 
 impl Connection {
@@ -218,24 +224,69 @@ impl Connection {
             detail: e.to_string(),
             retry_after: None,
         })?;
-        let mut config = StreamableHttpClientTransportConfig::with_uri(target.url.as_str())
-            .custom_headers(headers)
-            .max_json_response_size(1024 * 1024)
-            .reinit_on_expired_session(true);
-        config.max_concurrent_requests = 64;
-        let transport = StreamableHttpClientTransport::with_client(client, config);
-        let handler = Handler {
-            info: client_info(),
-            on_list_changed,
+        let transport = || {
+            let mut config = StreamableHttpClientTransportConfig::with_uri(target.url.as_str())
+                .custom_headers(headers.clone())
+                .max_json_response_size(1024 * 1024)
+                .reinit_on_expired_session(true);
+            config.max_concurrent_requests = 64;
+            StreamableHttpClientTransport::with_client(client.clone(), config)
         };
-        let service = handler
-            .serve(transport)
-            .await
-            .map_err(|e| FetchError::Transport {
-                detail: format!("initialize failed: {e}"),
-                retry_after: retry_after_in(&e),
-            })?;
-        Ok(Connection { service })
+        let handler = || Handler {
+            info: client_info(),
+            on_list_changed: on_list_changed.clone(),
+        };
+        let failed = |e: ClientInitializeError| FetchError::Transport {
+            detail: format!("initialize failed: {e}"),
+            retry_after: retry_after_in(&e),
+        };
+        // 2026-07-28 (no protocol session) when the server offers it,
+        // otherwise the `initialize` handshake of 2025-11-25. rmcp's Auto
+        // mode falls back by itself when the server does not know
+        // `server/discover`; a server that knows it but offers only older
+        // versions is asked again with `initialize`.
+        let lifecycle = ClientLifecycleMode::Auto {
+            preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+            legacy_version: Some(ProtocolVersion::V_2025_11_25),
+        };
+        let service = match handler().serve_with_lifecycle(transport(), lifecycle).await {
+            Ok(s) => s,
+            Err(ClientInitializeError::NoCompatibleProtocolVersion { .. }) => handler()
+                .serve_with_lifecycle(transport(), ClientLifecycleMode::Initialize)
+                .await
+                .map_err(failed)?,
+            Err(e) => return Err(failed(e)),
+        };
+        let modern = service
+            .peer()
+            .peer_info()
+            .is_some_and(|i| !i.protocol_version.has_initialize());
+        let listener = modern.then(|| {
+            // Without a protocol session, list changes arrive on a
+            // `subscriptions/listen` stream rather than the session's.
+            let peer = service.peer().clone();
+            tokio::spawn(async move {
+                let filter = SubscriptionFilter::builder().tools_list_changed().build();
+                let Ok(mut sub) = peer.listen(filter).await else {
+                    tracing::debug!("upstream refused subscriptions/listen");
+                    return;
+                };
+                while let Ok(Some(n)) = sub.next().await {
+                    if matches!(n, ServerNotification::ToolListChangedNotification(_)) {
+                        on_list_changed();
+                    }
+                }
+            })
+        });
+        Ok(Connection { service, listener })
+    }
+
+    /// The negotiated protocol version.
+    pub(crate) fn protocol_version(&self) -> Option<String> {
+        self.service
+            .peer()
+            .peer_info()
+            .map(|i| i.protocol_version.as_str().to_owned())
     }
 
     /// The server's `initialize` answer, if any.
@@ -284,20 +335,41 @@ impl Connection {
 
     /// Closes the connection (ends the upstream session) in the background.
     pub(crate) fn close(&self) {
+        if let Some(l) = &self.listener {
+            l.abort();
+        }
         let ct = self.service.cancellation_token();
         ct.cancel();
     }
 }
 
-/// A `Retry-After` carried anywhere in an error's source chain: seconds,
-/// or an HTTP date.
+/// A `Retry-After` carried by an HTTP 429 or 5xx anywhere in an error's
+/// chain: seconds, or an HTTP date.
 fn retry_after_in(e: &(dyn std::error::Error + 'static)) -> Option<Duration> {
     let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
     while let Some(x) = cur {
-        if let Some(h) = x.downcast_ref::<HttpStatusError>() {
+        let status = x.downcast_ref::<HttpStatusError>().or_else(|| {
+            match x.downcast_ref::<StreamableHttpError<reqwest::Error>>() {
+                Some(StreamableHttpError::HttpStatus(h)) => Some(h),
+                _ => None,
+            }
+        });
+        if let Some(h) = status {
             return h.retry_after.as_deref().and_then(parse_retry_after);
         }
-        cur = x.source();
+        cur = if let Some(d) = x.downcast_ref::<DynamicTransportError>() {
+            Some(d.error.as_ref())
+        } else if let Some(i) = x.downcast_ref::<ClientInitializeError>() {
+            match i {
+                ClientInitializeError::TransportError { error, .. } => Some(error),
+                ClientInitializeError::LegacyFallbackFailed { fallback, .. } => {
+                    Some(fallback.as_ref())
+                }
+                _ => None,
+            }
+        } else {
+            x.source()
+        };
     }
     None
 }

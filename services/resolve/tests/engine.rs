@@ -296,9 +296,23 @@ async fn rpc_errors_and_timeouts_fall_back() {
         (r.source, r.reason.as_deref()),
         (Source::Fallback, Some("timeout"))
     );
+    up.set(Switches {
+        shape: Shape::Malformed,
+        ..Switches::default()
+    });
+    let r = e.resolve(&c, "manage_files", &args("read")).await.unwrap();
+    assert_eq!(
+        (r.source, r.reason.as_deref()),
+        (Source::Fallback, Some("malformed"))
+    );
     up.set(Switches::default());
     let r = e.resolve(&c, "manage_files", &args("read")).await.unwrap();
     assert_eq!(r.source, Source::Upstream);
+    let s = e.stats();
+    for reason in ["rpc_error", "timeout", "malformed"] {
+        assert!(s.fallbacks.contains(&(reason, 1)), "{s:?}");
+    }
+    assert_eq!(s.cache_entries, 1);
 }
 
 #[tokio::test]
@@ -396,9 +410,9 @@ async fn ending_a_session_drops_its_entries() {
     );
 }
 
-#[tokio::test]
-async fn list_changed_invalidates_the_session() {
-    let up = upstream(Switches::default()).await;
+/// Resolves, has the upstream announce a tool list change, and checks the
+/// session's entries are gone.
+async fn list_changed_invalidates(up: Arc<Running>) {
     let e = engine();
     let c = ctx(&up, "s1", Mode::Permissive, CachePolicy::Session);
     e.resolve(&c, "manage_files", &args("read")).await.unwrap();
@@ -409,32 +423,67 @@ async fn list_changed_invalidates_the_session() {
             .source,
         Source::Cache
     );
-    // The notification travels over the session's stream: wait until the
-    // upstream has the peer, then until the entry is gone.
-    let mut sent = 0;
-    for _ in 0..200 {
-        sent = up.notify_list_changed().await;
-        if sent > 0 {
+    // The notification travels over a stream the client opens after
+    // connecting: send until the engine has handled one (each try waits
+    // for that signal, bounded).
+    let mut handled = e.list_changed_events();
+    let mut delivered = false;
+    for _ in 0..50 {
+        up.notify_list_changed().await;
+        if tokio::time::timeout(Duration::from_millis(100), handled.changed())
+            .await
+            .is_ok()
+        {
+            delivered = true;
             break;
         }
-        tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    assert_eq!(sent, 1);
-    let mut source = Source::Cache;
-    for _ in 0..200 {
-        e.run_pending_tasks();
-        if e.stats().cache_entries == 0 {
-            source = e
-                .resolve(&c, "manage_files", &args("read"))
-                .await
-                .unwrap()
-                .source;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    assert!(delivered, "no list_changed reached the engine");
+    let source = e
+        .resolve(&c, "manage_files", &args("read"))
+        .await
+        .unwrap()
+        .source;
     assert_eq!(source, Source::Upstream);
     assert_eq!(up.calls(), 2);
+    assert_eq!(e.stats().list_changed, 1);
+}
+
+#[tokio::test]
+async fn list_changed_invalidates_the_session_sessionless() {
+    let up = upstream(Switches::default()).await;
+    list_changed_invalidates(up.clone()).await;
+    // The upstream offers 2026-07-28: no protocol session, and the client
+    // repeats its version and capabilities (with the tool-resolution
+    // extension) in every request.
+    let meta = up.last_request_meta().unwrap();
+    assert_eq!(
+        meta["io.modelcontextprotocol/protocolVersion"],
+        json!("2026-07-28"),
+        "{meta}"
+    );
+    assert!(
+        meta["io.modelcontextprotocol/clientCapabilities"]["extensions"]
+            .get("io.modelcontextprotocol/tool-resolution")
+            .is_some(),
+        "{meta}"
+    );
+}
+
+#[tokio::test]
+async fn list_changed_invalidates_the_session_with_a_protocol_session() {
+    let up = upstream(Switches {
+        legacy_only: true,
+        ..Switches::default()
+    })
+    .await;
+    list_changed_invalidates(up.clone()).await;
+    let meta = up.last_request_meta().unwrap();
+    assert!(
+        meta.get("io.modelcontextprotocol/protocolVersion")
+            .is_none(),
+        "{meta}"
+    );
 }
 
 #[tokio::test]
@@ -492,4 +541,155 @@ async fn batch_in_order() {
         json!(true)
     );
     assert_eq!(up.calls(), 2);
+}
+
+#[tokio::test]
+async fn retry_after_is_honoured_without_waiting() {
+    let up = upstream(Switches {
+        overloaded: Some(120),
+        ..Switches::default()
+    })
+    .await;
+    let e = engine();
+    let c = ctx(&up, "s1", Mode::Permissive, CachePolicy::Session);
+    let r = e.resolve(&c, "manage_files", &args("read")).await.unwrap();
+    assert_eq!(
+        (r.source, r.reason.as_deref()),
+        (Source::Fallback, Some("upstream_error"))
+    );
+    let turned_away = up.rejected();
+    assert!(turned_away >= 1);
+    // Within the Retry-After window the upstream is not asked again.
+    let r = e
+        .resolve(&c, "manage_files", &args("delete"))
+        .await
+        .unwrap();
+    assert_eq!(
+        (r.source, r.reason.as_deref()),
+        (Source::Fallback, Some("retry_after"))
+    );
+    assert_eq!(r.tool["annotations"]["destructiveHint"], json!(true));
+    assert_eq!(up.rejected(), turned_away);
+    // Another session is not held back by this one's window.
+    up.update(|s| s.overloaded = None);
+    let other = ctx(&up, "s2", Mode::Permissive, CachePolicy::Session);
+    assert_eq!(
+        e.resolve(&other, "manage_files", &args("read"))
+            .await
+            .unwrap()
+            .source,
+        Source::Upstream
+    );
+}
+
+#[tokio::test]
+async fn a_tenant_cannot_take_more_than_its_share() {
+    let up = upstream(Switches::default()).await;
+    // Room for about two answers per tenant.
+    let e = Engine::new(EngineConfig {
+        capacity_bytes: 1 << 20,
+        tenant_share_bytes: 6_000,
+        ..EngineConfig::default()
+    });
+    let a = ctx(&up, "a1", Mode::Permissive, CachePolicy::Session);
+    for i in 0..6 {
+        let r = e
+            .resolve(
+                &a,
+                "manage_files",
+                &json!({"path": format!("/f{i}"), "action": "read"}),
+            )
+            .await
+            .unwrap();
+        assert_eq!(r.source, Source::Upstream);
+    }
+    let s = e.stats();
+    assert!(s.share_refusals >= 3, "{s:?}");
+    assert!(e.tenant_cache_bytes(&a.tenant) <= 6_000);
+    // Another tenant still gets its own share.
+    let mut b = ctx(&up, "b1", Mode::Permissive, CachePolicy::Session);
+    b.tenant = TenantId::parse("globex").unwrap();
+    e.resolve(&b, "manage_files", &args("read")).await.unwrap();
+    assert_eq!(
+        e.resolve(&b, "manage_files", &args("read"))
+            .await
+            .unwrap()
+            .source,
+        Source::Cache
+    );
+    assert!(e.tenant_cache_bytes(&b.tenant) > 0);
+}
+
+#[tokio::test]
+async fn determinism_is_checked_after_eviction() {
+    let up = upstream(Switches {
+        nondeterministic: true,
+        ..Switches::default()
+    })
+    .await;
+    // A cache too small to keep any answer: every call is a miss, as after
+    // an eviction; the session's fingerprints still remember.
+    let e = Engine::new(EngineConfig {
+        capacity_bytes: 100,
+        ..EngineConfig::default()
+    });
+    let c = ctx(&up, "s1", Mode::Permissive, CachePolicy::Session);
+    assert!(
+        e.resolve(&c, "manage_files", &args("read"))
+            .await
+            .unwrap()
+            .events
+            .is_empty()
+    );
+    e.run_pending_tasks();
+    let r = e.resolve(&c, "manage_files", &args("read")).await.unwrap();
+    assert_eq!(r.source, Source::Upstream);
+    assert!(
+        matches!(&r.events[..], [ResolveEvent::DeterminismViolation { .. }]),
+        "{r:?}"
+    );
+}
+
+#[tokio::test]
+async fn entries_never_outlive_their_session() {
+    let up = upstream(Switches::default()).await;
+    let e = engine();
+    let mut c = ctx(&up, "s1", Mode::Permissive, CachePolicy::Session);
+    c.expires_at = SystemTime::now() - Duration::from_secs(1);
+    e.resolve(&c, "manage_files", &args("read")).await.unwrap();
+    assert_eq!(
+        e.resolve(&c, "manage_files", &args("read"))
+            .await
+            .unwrap()
+            .source,
+        Source::Upstream
+    );
+    assert_eq!(up.calls(), 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_refusal_event_per_upstream_answer() {
+    let up = upstream(Switches {
+        undeclared: true,
+        delay: Duration::from_millis(100),
+        ..Switches::default()
+    })
+    .await;
+    let e = Arc::new(engine());
+    let c = Arc::new(ctx(&up, "s1", Mode::Strict, CachePolicy::Session));
+    let mut tasks = Vec::new();
+    for _ in 0..20 {
+        let (e, c) = (e.clone(), c.clone());
+        tasks.push(tokio::spawn(async move {
+            e.resolve(&c, "manage_files", &args("read")).await.unwrap()
+        }));
+    }
+    let mut events = 0;
+    for t in tasks {
+        let r = t.await.unwrap();
+        assert_eq!(r.source, Source::Fallback);
+        events += r.events.len();
+    }
+    assert_eq!(up.calls(), 1);
+    assert_eq!(events, 1);
 }
