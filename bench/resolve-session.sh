@@ -13,6 +13,17 @@ RESOLVE_BODY='{"name":"manage_files","arguments":{"path":"/tmp/notes.txt","actio
 # json_field FIELD < JSON → the field's value (strings unquoted)
 json_field() { python3 -c 'import json,sys; v=json.load(sys.stdin).get(sys.argv[1]); print("" if v is None else v)' "$1"; }
 
+# no_route CODE BODY-FILE → true when the answer says the route does not
+# exist (404/405 with an empty body or the problem code route_not_found), as
+# opposed to a 404 about the request (unknown server, no trusted version...).
+no_route() {
+    case $1 in
+        405) return 0 ;;
+        404) [ ! -s "$2" ] || grep -q '"route_not_found"' "$2" ;;
+        *) return 1 ;;
+    esac
+}
+
 # Prepares Signet's resolve scenario: an upstream, the card published and
 # approved, a session, one miss and one hit. Sets RESOLVE_PATH, or prints a
 # reason on stderr and returns 1 to skip the scenario. (Not run in a
@@ -46,7 +57,7 @@ prepare_resolve() {
     code=$(curl -sS -o "$data/session.json" -w '%{http_code}' -X POST "$BASE/v1/tenants/dev/sessions" \
         -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' \
         -d "{\"server\":\"$RESOLVE_SERVER\",\"upstream\":{\"url\":\"$upstream\"}}")
-    if [ "$code" = 404 ] || [ "$code" = 405 ]; then
+    if no_route "$code" "$data/session.json"; then
         echo "this Signet has no resolve sessions (POST /v1/tenants/dev/sessions answered $code)" >&2
         return 1
     fi
@@ -59,7 +70,7 @@ prepare_resolve() {
     for attempt in first second; do
         code=$(curl -sS -o "$data/resolve-$attempt.json" -w '%{http_code}' -X POST "$BASE$path" \
             -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' -d "$body")
-        if [ "$code" = 404 ] && [ "$attempt" = first ] && ! grep -q 'tool_not_declared' "$data/resolve-first.json"; then
+        if [ "$attempt" = first ] && no_route "$code" "$data/resolve-first.json"; then
             echo "this Signet has no resolve route (POST $path answered 404)" >&2
             return 1
         fi
