@@ -208,6 +208,7 @@ fn client_info() -> ClientConfig {
 /// One initialized MCP connection.
 pub(crate) struct Connection {
     service: RunningService<RoleClient, Handler>,
+    url: String,
     /// The `subscriptions/listen` task of a 2026-07-28 connection.
     listener: Option<tokio::task::JoinHandle<()>>,
 }
@@ -237,7 +238,7 @@ impl Connection {
             on_list_changed: on_list_changed.clone(),
         };
         let failed = |e: ClientInitializeError| FetchError::Transport {
-            detail: format!("initialize failed: {e}"),
+            detail: redact(&format!("initialize failed: {e}"), &target.url),
             retry_after: retry_after_in(&e),
         };
         // 2026-07-28 (no protocol session) when the server offers it,
@@ -278,7 +279,11 @@ impl Connection {
                 }
             })
         });
-        Ok(Connection { service, listener })
+        Ok(Connection {
+            service,
+            url: target.url.clone(),
+            listener,
+        })
     }
 
     /// The negotiated protocol version.
@@ -321,7 +326,7 @@ impl Connection {
                 message: e.message.to_string(),
             }),
             Err(e) => Err(FetchError::Transport {
-                detail: e.to_string(),
+                detail: redact(&e.to_string(), &self.url),
                 retry_after: retry_after_in(&e),
             }),
         }
@@ -341,6 +346,20 @@ impl Connection {
         let ct = self.service.cancellation_token();
         ct.cancel();
     }
+}
+
+/// Error texts (reqwest's name the URL) with the upstream URL cut to its
+/// origin: a path or query may carry a credential.
+fn redact(detail: &str, url: &str) -> String {
+    let Some(o) = origin(url) else {
+        return detail.to_owned();
+    };
+    let cut = format!("{o}/…");
+    let mut out = detail.replace(url, &cut);
+    if let Ok(parsed) = reqwest::Url::parse(url) {
+        out = out.replace(parsed.as_str(), &cut);
+    }
+    out
 }
 
 /// A `Retry-After` carried by an HTTP 429 or 5xx anywhere in an error's
