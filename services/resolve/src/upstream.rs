@@ -5,11 +5,15 @@
 //!   redirects, 2 s connect timeout. The total timeout of a resolution is
 //!   applied around the whole exchange by the engine, so that the
 //!   long-lived notification stream is not cut by it.
-//! - One MCP connection per Signet session and replica, initialized lazily
-//!   on the first miss (`initialize` once; rmcp keeps the negotiated
-//!   capabilities and the MCP session id, and re-initializes when the
-//!   upstream forgets the session). A connection that fails at the
-//!   transport level is dropped and made again on the next miss.
+//! - One MCP connection per Signet session and replica, made lazily on the
+//!   first miss. With a server that offers MCP 2026-07-28 it is
+//!   sessionless (`server/discover`; the client repeats its version and
+//!   capabilities in every request's `_meta`, and list changes arrive on a
+//!   `subscriptions/listen` stream); otherwise `initialize` (2025-11-25)
+//!   once, and rmcp keeps the negotiated capabilities and the MCP session
+//!   id, re-initializing when the upstream forgets the session. A
+//!   connection that fails at the transport level is dropped and made
+//!   again on the next miss.
 //! - The client advertises the tool-resolution extension under
 //!   `capabilities.extensions`, sends `tools/resolve` (SEP-1862) or
 //!   `tools/annotations` (dynamic-annotations seed), and adds the session's
