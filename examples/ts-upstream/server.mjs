@@ -5,16 +5,25 @@
 //
 //   PORT=8091 SHAPE=seed node server.mjs        # {tool} answers (the seed)
 //   PORT=8091 SHAPE=extension node server.mjs   # {resultType: "complete", name, annotations}
+//   STATEFUL=1 node server.mjs                  # protocol sessions (Mcp-Session-Id), as most servers
 //
 // Prints "listening on <url>" once ready. GET /calls counts tools/resolve requests.
+import { randomUUID } from "node:crypto";
 import http from "node:http";
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
-import { ErrorCode, ListToolsRequestSchema, McpError } from "@modelcontextprotocol/sdk/types.js";
+import {
+  ErrorCode,
+  isInitializeRequest,
+  ListToolsRequestSchema,
+  McpError,
+} from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
 
 const SHAPE = process.env.SHAPE ?? "seed";
 const PORT = Number(process.env.PORT ?? 0);
+const STATEFUL = process.env.STATEFUL === "1";
+const sessions = new Map();
 let calls = 0;
 
 const conservative = {
@@ -103,6 +112,10 @@ const httpServer = http.createServer(async (req, res) => {
     res.writeHead(404).end();
     return;
   }
+  if (STATEFUL) {
+    await stateful(req, res);
+    return;
+  }
   if (req.method !== "POST") {
     // Stateless: no server-initiated stream, no session to delete.
     res.writeHead(405, { allow: "POST" }).end();
@@ -126,6 +139,44 @@ const httpServer = http.createServer(async (req, res) => {
     }
   }
 });
+
+async function readJson(req) {
+  const chunks = [];
+  for await (const c of req) chunks.push(c);
+  return JSON.parse(Buffer.concat(chunks).toString("utf8") || "null");
+}
+
+// One transport per protocol session, as the SDK's stateful examples do.
+async function stateful(req, res) {
+  const id = req.headers["mcp-session-id"];
+  if (id && sessions.has(id)) {
+    const transport = sessions.get(id);
+    const body = req.method === "POST" ? await readJson(req) : undefined;
+    await transport.handleRequest(req, res, body);
+    return;
+  }
+  if (req.method === "POST") {
+    const body = await readJson(req);
+    if (!id && isInitializeRequest(body)) {
+      const transport = new StreamableHTTPServerTransport({
+        sessionIdGenerator: () => randomUUID(),
+        onsessioninitialized: (sid) => sessions.set(sid, transport),
+      });
+      transport.onclose = () => {
+        if (transport.sessionId) sessions.delete(transport.sessionId);
+      };
+      await makeServer().connect(transport);
+      await transport.handleRequest(req, res, body);
+      return;
+    }
+  }
+  res.writeHead(id ? 404 : 400, { "content-type": "application/json" });
+  res.end(JSON.stringify({
+    jsonrpc: "2.0",
+    error: { code: -32000, message: id ? "Session not found" : "Bad Request: No valid session ID provided" },
+    id: null,
+  }));
+}
 
 httpServer.listen(PORT, "127.0.0.1", () => {
   const { port } = httpServer.address();

@@ -1,6 +1,6 @@
 //! The engine against a second, independent peer: `examples/ts-upstream`,
-//! an MCP server on the official TypeScript SDK (stateless Streamable HTTP,
-//! no `server/discover`, so the client falls back to `initialize`).
+//! an MCP server on the official TypeScript SDK (Streamable HTTP, stateless or
+//! with protocol sessions; no `server/discover`, so the client falls back to `initialize`).
 //!
 //! Needs `node` and `npm ci --prefix examples/ts-upstream`. Without them the
 //! tests say so and pass, unless `SIGNET_REQUIRE_TS_PEER` is set (CI sets
@@ -40,7 +40,7 @@ impl Peer {
 
 /// Starts the TypeScript server; `None` (after saying why) when it cannot
 /// run here and it is not required.
-fn start(shape: &str) -> Option<Peer> {
+fn start(shape: &str, stateful: bool) -> Option<Peer> {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/ts-upstream");
     let required = std::env::var_os("SIGNET_REQUIRE_TS_PEER").is_some();
     if !dir.join("node_modules/@modelcontextprotocol/sdk").is_dir() {
@@ -58,6 +58,7 @@ fn start(shape: &str) -> Option<Peer> {
         .current_dir(&dir)
         .env("PORT", "0")
         .env("SHAPE", shape)
+        .env("STATEFUL", if stateful { "1" } else { "0" })
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn();
@@ -109,8 +110,10 @@ async fn calls(peer: &Peer) -> u64 {
     v["calls"].as_u64().unwrap()
 }
 
-async fn resolves_against(shape: &str) {
-    let Some(peer) = start(shape) else { return };
+async fn resolves_against(shape: &str, stateful: bool) {
+    let Some(peer) = start(shape, stateful) else {
+        return;
+    };
     let e = Engine::new(EngineConfig::default());
     let c = ctx(&peer.url);
     let read = e
@@ -150,10 +153,15 @@ async fn resolves_against(shape: &str) {
 
 #[tokio::test]
 async fn typescript_sdk_peer_seed_shape() {
-    resolves_against("seed").await;
+    resolves_against("seed", false).await;
 }
 
 #[tokio::test]
 async fn typescript_sdk_peer_extension_shape() {
-    resolves_against("extension").await;
+    resolves_against("extension", false).await;
+}
+
+#[tokio::test]
+async fn typescript_sdk_peer_with_protocol_sessions() {
+    resolves_against("seed", true).await;
 }
