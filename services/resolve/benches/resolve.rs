@@ -52,6 +52,9 @@ fn args_1kib() -> Value {
 
 fn benches(c: &mut Criterion) {
     let args = args_1kib();
+    c.bench_function("serde_json_to_vec_1kib_arguments_baseline", |b| {
+        b.iter(|| serde_json::to_vec(black_box(&args)).unwrap())
+    });
     c.bench_function("key_1kib_arguments", |b| {
         b.iter(|| {
             CacheKey::new(

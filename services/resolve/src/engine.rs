@@ -118,8 +118,9 @@ pub enum ResolveEvent {
 /// The answer to one resolve call (the HTTP response body).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Resolution {
-    /// Always a complete tool.
-    pub tool: Value,
+    /// Always a complete tool (shared with the cache: serving a hit copies
+    /// no JSON).
+    pub tool: Arc<Value>,
     /// Where it came from.
     pub source: Source,
     /// False when the upstream answer violated the signature.
@@ -190,7 +191,7 @@ impl Default for EngineConfig {
 /// A checked upstream answer (what the cache holds).
 #[derive(Debug)]
 pub(crate) struct Fetched {
-    tool: Value,
+    tool: Arc<Value>,
     conformant: bool,
     violations: Vec<Violation>,
     notices: Vec<Notice>,
@@ -326,7 +327,7 @@ impl Engine {
         let Some(method) = tool.kind().method() else {
             inner.stats.static_answer();
             return Ok(Resolution {
-                tool: tool.worst_case().clone(),
+                tool: tool.worst_case_shared(),
                 source: Source::Static,
                 conformant: true,
                 violations: Vec::new(),
@@ -527,7 +528,7 @@ fn serve(
             .into_iter()
             .collect();
         return Resolution {
-            tool: tool.worst_case().clone(),
+            tool: tool.worst_case_shared(),
             source: Source::Fallback,
             conformant: false,
             violations: f.violations.clone(),
@@ -550,7 +551,7 @@ fn serve(
 fn fallback(inner: &Inner, tool: &PreparedTool, reason: FallbackReason) -> Resolution {
     inner.stats.fallback(reason);
     Resolution {
-        tool: tool.worst_case().clone(),
+        tool: tool.worst_case_shared(),
         source: Source::Fallback,
         conformant: true,
         violations: Vec::new(),
@@ -693,7 +694,7 @@ fn checked(
     let fp = fingerprint(&canonical);
     Ok((
         Fetched {
-            tool: tool.served_tool(raw),
+            tool: Arc::new(tool.served_tool(raw)),
             conformant: report.conformant,
             violations: report.violations,
             notices: report.notices,
@@ -756,7 +757,7 @@ pub fn measure_cache_overhead(n: usize) -> Option<f64> {
             let args = serde_json::json!({"path": format!("/f/{i}"), "action": "read"});
             let key = CacheKey::new("acme", "session-0001", "manage_files", &args);
             let value = Arc::new(Fetched {
-                tool: serde_json::json!({"name": "manage_files"}),
+                tool: Arc::new(serde_json::json!({"name": "manage_files"})),
                 conformant: true,
                 violations: Vec::new(),
                 notices: Vec::new(),

@@ -5,7 +5,7 @@
 //! digest and shared by every session pinned to that version.
 
 use std::collections::HashMap;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use serde_json::{Map, Value};
 use signet_core::Mode;
@@ -44,7 +44,7 @@ impl ToolKind {
 pub struct PreparedTool {
     name: String,
     kind: ToolKind,
-    worst_case: Value,
+    worst_case: Arc<Value>,
     input_schema: Value,
     validator: OnceLock<Result<jsonschema::Validator, String>>,
     /// A signature holding only this tool, so that checking a resolution
@@ -80,7 +80,7 @@ impl PreparedTool {
         Self {
             name: t.name.clone(),
             kind,
-            worst_case: reduce_tool(t),
+            worst_case: Arc::new(reduce_tool(t)),
             input_schema: t
                 .input_schema
                 .clone()
@@ -107,6 +107,11 @@ impl PreparedTool {
     /// what is served when resolution is impossible or refused.
     pub fn worst_case(&self) -> &Value {
         &self.worst_case
+    }
+
+    /// The worst-case tool, shared.
+    pub fn worst_case_shared(&self) -> Arc<Value> {
+        self.worst_case.clone()
     }
 
     /// Validates `arguments` against the declared `inputSchema`. The schema
@@ -161,7 +166,7 @@ impl PreparedTool {
     /// `tools/annotations`), the declared tool carrying the resolved
     /// `annotations` and `_meta` members.
     pub fn served_tool(&self, result: &Value) -> Value {
-        let mut out = self.worst_case.clone();
+        let mut out = Value::clone(&self.worst_case);
         let Some(o) = out.as_object_mut() else {
             return out;
         };

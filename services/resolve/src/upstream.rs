@@ -5,11 +5,15 @@
 //!   redirects, 2 s connect timeout. The total timeout of a resolution is
 //!   applied around the whole exchange by the engine, so that the
 //!   long-lived notification stream is not cut by it.
-//! - One MCP connection per Signet session and replica, initialized lazily
-//!   on the first miss (`initialize` once; rmcp keeps the negotiated
-//!   capabilities and the MCP session id, and re-initializes when the
-//!   upstream forgets the session). A connection that fails at the
-//!   transport level is dropped and made again on the next miss.
+//! - One MCP connection per Signet session and replica, made lazily on the
+//!   first miss. With a server that offers MCP 2026-07-28 it is
+//!   sessionless (`server/discover`; the client repeats its version and
+//!   capabilities in every request's `_meta`, and list changes arrive on a
+//!   `subscriptions/listen` stream); otherwise `initialize` (2025-11-25)
+//!   once, and rmcp keeps the negotiated capabilities and the MCP session
+//!   id, re-initializing when the upstream forgets the session. A
+//!   connection that fails at the transport level is dropped and made
+//!   again on the next miss.
 //! - The client advertises the tool-resolution extension under
 //!   `capabilities.extensions`, sends `tools/resolve` (SEP-1862) or
 //!   `tools/annotations` (dynamic-annotations seed), and adds the session's
@@ -208,6 +212,7 @@ fn client_info() -> ClientConfig {
 /// One initialized MCP connection.
 pub(crate) struct Connection {
     service: RunningService<RoleClient, Handler>,
+    url: String,
     /// The `subscriptions/listen` task of a 2026-07-28 connection.
     listener: Option<tokio::task::JoinHandle<()>>,
 }
@@ -237,7 +242,7 @@ impl Connection {
             on_list_changed: on_list_changed.clone(),
         };
         let failed = |e: ClientInitializeError| FetchError::Transport {
-            detail: format!("initialize failed: {e}"),
+            detail: redact(&format!("initialize failed: {e}"), &target.url),
             retry_after: retry_after_in(&e),
         };
         // 2026-07-28 (no protocol session) when the server offers it,
@@ -278,7 +283,11 @@ impl Connection {
                 }
             })
         });
-        Ok(Connection { service, listener })
+        Ok(Connection {
+            service,
+            url: target.url.clone(),
+            listener,
+        })
     }
 
     /// The negotiated protocol version.
@@ -308,6 +317,19 @@ impl Connection {
         let mut params = Map::new();
         params.insert("name".into(), Value::String(name.to_owned()));
         params.insert("arguments".into(), arguments.clone());
+        // The client repeats the capability in the request itself, as
+        // 2026-07-28 asks of every request: an upstream without protocol
+        // sessions (or a replica of one that never saw our `initialize`)
+        // still knows we speak the tool-resolution extension, instead of
+        // answering -32021.
+        params.insert(
+            "_meta".into(),
+            serde_json::json!({
+                "io.modelcontextprotocol/clientCapabilities": {
+                    "extensions": {TOOL_RESOLUTION: {}}
+                }
+            }),
+        );
         let req =
             ClientRequest::CustomRequest(CustomRequest::new(method, Some(Value::Object(params))));
         match self.service.peer().send_request(req).await {
@@ -321,7 +343,7 @@ impl Connection {
                 message: e.message.to_string(),
             }),
             Err(e) => Err(FetchError::Transport {
-                detail: e.to_string(),
+                detail: redact(&e.to_string(), &self.url),
                 retry_after: retry_after_in(&e),
             }),
         }
@@ -341,6 +363,20 @@ impl Connection {
         let ct = self.service.cancellation_token();
         ct.cancel();
     }
+}
+
+/// Error texts (reqwest's name the URL) with the upstream URL cut to its
+/// origin: a path or query may carry a credential.
+fn redact(detail: &str, url: &str) -> String {
+    let Some(o) = origin(url) else {
+        return detail.to_owned();
+    };
+    let cut = format!("{o}/…");
+    let mut out = detail.replace(url, &cut);
+    if let Ok(parsed) = reqwest::Url::parse(url) {
+        out = out.replace(parsed.as_str(), &cut);
+    }
+    out
 }
 
 /// A `Retry-After` carried by an HTTP 429 or 5xx anywhere in an error's

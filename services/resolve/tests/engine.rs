@@ -693,3 +693,23 @@ async fn one_refusal_event_per_upstream_answer() {
     assert_eq!(up.calls(), 1);
     assert_eq!(events, 1);
 }
+
+#[tokio::test]
+async fn futures_are_send_for_http_handlers() {
+    fn assert_send<T: Send>(t: T) -> T {
+        t
+    }
+    fn assert_sync<T: Send + Sync>(_: &T) {}
+    let up = upstream(Switches::default()).await;
+    let e = engine();
+    assert_sync(&e);
+    let c = ctx(&up, "s1", Mode::Permissive, CachePolicy::Session);
+    let a = args("read");
+    let r = assert_send(e.resolve(&c, "manage_files", &a))
+        .await
+        .unwrap();
+    assert_eq!(r.source, Source::Upstream);
+    let calls = vec![("manage_files".to_owned(), a)];
+    let out = assert_send(e.resolve_batch(&c, &calls)).await;
+    assert_eq!(out[0].as_ref().unwrap().source, Source::Cache);
+}
