@@ -59,12 +59,12 @@ def direct(url, n):
     return times
 
 
-def signet(base, token, session, n):
+def signet(base, token, session, n, prefix="signet"):
     c, _ = conn_for(base)
     headers = {"content-type": "application/json", "authorization": f"Bearer {token}"}
     times = []
     for i in range(n):
-        req = {"name": "manage_files", "arguments": {"path": f"/signet/{i}", "action": "read"}}
+        req = {"name": "manage_files", "arguments": {"path": f"/{prefix}/{i}", "action": "read"}}
         t = time.perf_counter()
         c.request("POST", session + "/resolve", json.dumps(req), headers)
         r = c.getresponse()
@@ -82,7 +82,7 @@ def summary(times):
 def main():
     base, token, session, upstream = sys.argv[1:5]
     n = int(sys.argv[5]) if len(sys.argv) > 5 else 2000
-    signet(base, token, session, 50)  # warm: the session's upstream connection
+    signet(base, token, session, 50, "warm")  # the session's upstream connection
     d = summary(direct(upstream, n))
     s = summary(signet(base, token, session, n))
     print(f"direct tools/resolve : mean {d[0]:.3f} ms  p50 {d[1]:.3f}  p99 {d[2]:.3f}")
