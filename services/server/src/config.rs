@@ -90,7 +90,10 @@ pub struct ResolveSettings {
 impl ResolveSettings {
     /// The bytes one tenant may hold.
     pub fn cache_tenant_share_bytes(&self) -> u64 {
-        self.cache_capacity_bytes / 100 * u64::from(self.cache_tenant_share_percent)
+        let share = u128::from(self.cache_capacity_bytes)
+            * u128::from(self.cache_tenant_share_percent)
+            / 100;
+        u64::try_from(share).unwrap_or(u64::MAX)
     }
 }
 
@@ -478,6 +481,29 @@ mod tests {
             Config::default().backend().unwrap(),
             Backend::Sqlite("sqlite://./signet-data/signet.db".into())
         );
+    }
+
+    #[test]
+    fn bad_resolve_settings_are_named() {
+        for (tweak, word) in [
+            (
+                (|r: &mut ResolveSettings| r.default_session_ttl_secs = 90_000) as fn(&mut _),
+                "default_session_ttl_secs",
+            ),
+            (|r| r.max_session_ttl_secs = 0, "max_session_ttl_secs"),
+            (|r| r.cache_tenant_share_percent = 0, "cache_tenant_share_percent"),
+            (|r| r.cache_tenant_share_percent = 101, "cache_tenant_share_percent"),
+            (|r| r.cache_capacity_bytes = 1000, "cache_capacity_bytes"),
+            (|r| r.upstream_timeout_ms = 0, "upstream_timeout_ms"),
+            (|r| r.recheck_rate = 1.5, "recheck_rate"),
+        ] {
+            let mut c = Config::default();
+            tweak(&mut c.resolve);
+            let e = c.validate().unwrap_err().to_string();
+            assert!(e.contains(word), "{word}: {e}");
+        }
+        let r = ResolveSettings::default();
+        assert_eq!(r.cache_tenant_share_bytes(), 256 * 1024 * 1024 / 4);
     }
 
     #[test]
