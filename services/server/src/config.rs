@@ -491,8 +491,14 @@ mod tests {
                 "default_session_ttl_secs",
             ),
             (|r| r.max_session_ttl_secs = 0, "max_session_ttl_secs"),
-            (|r| r.cache_tenant_share_percent = 0, "cache_tenant_share_percent"),
-            (|r| r.cache_tenant_share_percent = 101, "cache_tenant_share_percent"),
+            (
+                |r| r.cache_tenant_share_percent = 0,
+                "cache_tenant_share_percent",
+            ),
+            (
+                |r| r.cache_tenant_share_percent = 101,
+                "cache_tenant_share_percent",
+            ),
             (|r| r.cache_capacity_bytes = 1000, "cache_capacity_bytes"),
             (|r| r.upstream_timeout_ms = 0, "upstream_timeout_ms"),
             (|r| r.recheck_rate = 1.5, "recheck_rate"),
