@@ -322,9 +322,9 @@ impl Engine {
             .signature
             .tool(name)
             .ok_or_else(|| ResolveError::ToolNotDeclared(name.to_owned()))?;
-        tool.validate(arguments)
-            .map_err(ResolveError::InvalidArguments)?;
         let Some(method) = tool.kind().method() else {
+            tool.validate(arguments)
+                .map_err(ResolveError::InvalidArguments)?;
             inner.stats.static_answer();
             return Ok(Resolution {
                 tool: tool.worst_case_shared(),
@@ -338,6 +338,9 @@ impl Engine {
         };
         let key = CacheKey::new(ctx.tenant.as_str(), &ctx.session, name, arguments);
         let mut recheck = false;
+        // A hit needs no schema validation: only arguments that passed it
+        // ever reach the upstream, hence the cache, and the key holds their
+        // canonical bytes, so equal keys mean equal arguments.
         if ctx.cache == CachePolicy::Session
             && let Some(e) = inner.cache.get(&key)
         {
@@ -347,6 +350,8 @@ impl Engine {
             }
             recheck = true;
         }
+        tool.validate(arguments)
+            .map_err(ResolveError::InvalidArguments)?;
         inner.stats.miss();
         let state = self.session_state(ctx);
         let backing_off = state
