@@ -19,7 +19,7 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::{Value, json};
 use signet_core::Mode;
 use signet_core::card::{Limits, ServerCard};
-use signet_core::digest::{digest, digest_key};
+use signet_core::digest::digest;
 use signet_core::ops;
 use signet_core::reduce::reduce_signature;
 use signet_core::uri_template::{UriTemplate, template_matches};
@@ -98,12 +98,6 @@ fn benches(c: &mut Criterion) {
         "argument object: {} canonical bytes",
         signet_core::digest::canonical_bytes(&args).len()
     );
-    c.bench_function("digest_key_1kib_arguments", |b| {
-        b.iter(|| digest_key(black_box(&args)))
-    });
-    c.bench_function("serde_json_to_vec_1kib_arguments_baseline", |b| {
-        b.iter(|| serde_json::to_vec(black_box(&args)).unwrap())
-    });
     c.bench_function("canonical_bytes_1kib_arguments", |b| {
         b.iter(|| signet_core::digest::canonical_bytes(black_box(&args)))
     });

@@ -195,26 +195,6 @@ fn write_f64(out: &mut Vec<u8>, f: f64) {
     }
 }
 
-/// SHA-256 of the canonical bytes of `value`, raw: the fast path for cache
-/// keys, which need no string form.
-pub fn digest_key(value: &Value) -> [u8; 32] {
-    thread_local! {
-        static BUF: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
-    }
-    BUF.with(|cell| match cell.try_borrow_mut() {
-        Ok(mut buf) => {
-            buf.clear();
-            write_canonical(&mut buf, value);
-            let hash = Sha256::digest(buf.as_slice()).into();
-            if buf.capacity() > 64 * 1024 {
-                *buf = Vec::new();
-            }
-            hash
-        }
-        Err(_) => Sha256::digest(canonical_bytes(value)).into(),
-    })
-}
-
 /// `sha256:<64 lowercase hex>` of the canonical bytes of `value`.
 pub fn digest(value: &Value) -> String {
     digest_bytes(&canonical_bytes(value))
@@ -364,6 +344,5 @@ mod tests {
             "sha256:015abd7f5cc57a2dd94b7590f04ad8084273905ee33ec5cebeae62276a97f862"
         );
         assert!(!is_digest("sha256:ABC"));
-        assert_eq!(digest_key(&json!({"a": 1})).len(), 32);
     }
 }

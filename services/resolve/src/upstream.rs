@@ -79,6 +79,8 @@ pub enum TargetError {
     ReservedHeader(String),
 }
 
+/// Headers the MCP transport or HTTP itself sets (lowercase): a session
+/// cannot configure them.
 const RESERVED_HEADERS: &[&str] = &[
     "accept",
     "content-type",
@@ -89,7 +91,19 @@ const RESERVED_HEADERS: &[&str] = &[
     "last-event-id",
     "connection",
     "transfer-encoding",
+    "te",
+    "upgrade",
+    "keep-alive",
+    "proxy-connection",
 ];
+
+/// Whether an upstream header name (any case) is one the transport sets
+/// itself and a session therefore cannot give.
+pub fn is_reserved_header(name: &str) -> bool {
+    RESERVED_HEADERS
+        .iter()
+        .any(|r| r.eq_ignore_ascii_case(name))
+}
 
 impl UpstreamTarget {
     /// Checks the URL and headers (what session creation should call).
@@ -103,7 +117,7 @@ impl UpstreamTarget {
         for (n, v) in &self.headers {
             let name = HeaderName::try_from(n.as_str())
                 .map_err(|_| TargetError::InvalidHeader(n.clone()))?;
-            if RESERVED_HEADERS.contains(&name.as_str()) {
+            if is_reserved_header(name.as_str()) {
                 return Err(TargetError::ReservedHeader(n.clone()));
             }
             let mut value = HeaderValue::try_from(v.as_str())

@@ -17,9 +17,12 @@ use signet_http::problem::{ApiError, FieldError, ProblemBody};
 use signet_http::{StrictJson, TenantScope};
 use utoipa::{IntoParams, ToSchema};
 
+use signet_core::error::pointer_push;
+
 use crate::error::*;
 use crate::session::{AuditNote, CachePolicy, SessionRow, is_session_id, new_session_id};
 use crate::state::{LiveSession, ResolveState, Standing, now};
+use crate::upstream::is_reserved_header;
 
 /// The upstream MCP server a session talks to.
 #[derive(Debug, Deserialize, ToSchema)]
@@ -121,33 +124,12 @@ pub struct SessionPage {
 const MAX_HEADERS: usize = 32;
 const MAX_HEADER_BYTES: usize = 8 * 1024;
 
-/// Headers Signet sets itself, or that would break the transport.
-const RESERVED_HEADERS: &[&str] = &[
-    "host",
-    "content-length",
-    "content-type",
-    "accept",
-    "connection",
-    "transfer-encoding",
-    "te",
-    "upgrade",
-    "keep-alive",
-    "proxy-connection",
-    "mcp-session-id",
-    "mcp-protocol-version",
-    "last-event-id",
-];
-
 fn field(pointer: String, code: &str, message: impl Into<String>) -> FieldError {
     FieldError {
         pointer,
         code: code.into(),
         message: message.into(),
     }
-}
-
-fn pointer_escape(s: &str) -> String {
-    s.replace('~', "~0").replace('/', "~1")
 }
 
 /// Checks the upstream URL and headers; every problem is reported.
@@ -212,12 +194,12 @@ fn check_upstream(up: &UpstreamBody, errors: &mut Vec<FieldError>) {
         ));
     }
     for (name, value) in &up.headers {
-        let p = format!("/upstream/headers/{}", pointer_escape(name));
+        let p = pointer_push("/upstream/headers", name);
         if axum::http::HeaderName::from_bytes(name.as_bytes()).is_err() {
             errors.push(field(p, "invalid_header", "not a valid HTTP header name"));
             continue;
         }
-        if RESERVED_HEADERS.contains(&name.to_ascii_lowercase().as_str()) {
+        if is_reserved_header(name) {
             errors.push(field(
                 p,
                 "reserved_header",
