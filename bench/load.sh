@@ -32,8 +32,15 @@
 #                 connections (validate, canonicalise, digest,
 #                 insert, audit, commit)
 #
+# Open loop: after the closed-loop runs of healthz, not-modified and resolve,
+# each is driven again by bench/bare's `openloop` at half the rate Signet
+# reached (the bare counterpart at the same rate), and the p99 measured from
+# each request's intended send time is printed beside the target (≤ 1 ms).
+# wrk is closed-loop and cannot show that figure. OPEN_LOOP=0 skips it.
+#
 # Environment: SIGNET_BIN (default target/release/signet), BARE_BIN (default
-# target/release/bare), DURATION (10s), CONNECTIONS (64), PORT (18080),
+# target/release/bare), OPENLOOP_BIN (target/release/openloop), OPEN_LOOP (1),
+# DURATION (10s), CONNECTIONS (64), PORT (18080),
 # BARE_PORT (18081), SERVER_CPU (0), CLIENT_CPU (1), DATABASE_URL,
 # UPSTREAM_URL (an MCP endpoint serving the seed's manage_files; default: start
 # examples/ts-upstream --shape seed, which needs node and npm).
@@ -42,6 +49,8 @@ cd "$(dirname "$0")/.."
 
 SIGNET_BIN=${SIGNET_BIN:-target/release/signet}
 BARE_BIN=${BARE_BIN:-target/release/bare}
+OPENLOOP_BIN=${OPENLOOP_BIN:-target/release/openloop}
+OPEN_LOOP=${OPEN_LOOP:-1}
 DURATION=${DURATION:-10s}
 CONNECTIONS=${CONNECTIONS:-64}
 PORT=${PORT:-18080}
@@ -59,8 +68,8 @@ if [ ! -x "$SIGNET_BIN" ]; then
     echo "building $SIGNET_BIN (release)" >&2
     cargo build --release --locked --bin signet >&2
 fi
-if [ ! -x "$BARE_BIN" ]; then
-    echo "building $BARE_BIN (release; bench/bare is its own workspace)" >&2
+if [ ! -x "$BARE_BIN" ] || [ ! -x "$OPENLOOP_BIN" ]; then
+    echo "building $BARE_BIN and $OPENLOOP_BIN (release; bench/bare is its own workspace)" >&2
     cargo build --release --locked --manifest-path bench/bare/Cargo.toml --target-dir target >&2
 fi
 
@@ -121,6 +130,26 @@ run() {
     [ -z "$non2xx" ] || echo "$non2xx" >"$data/$name.errors"
 }
 
+# openloop_run NAME RATE URL [openloop args...] → the open-loop p99 at RATE req/s,
+# kept in $data/NAME.olp99 (milliseconds)
+openloop_run() {
+    local name=$1 rate=$2 url=$3; shift 3
+    local out line
+    out=$(taskset -c "$CLIENT_CPU" "$OPENLOOP_BIN" "$url" --rate "$rate" --connections "$CONNECTIONS" \
+        --duration "${DURATION%s}" "$@" 2>&1) || { echo "$out" >&2; echo "open loop on $name failed" >&2; exit 1; }
+    line=$(grep '^openloop ' <<<"$out")
+    local p99 p50 achieved
+    p99=$(sed -n 's/.* p99_us=\([0-9]*\).*/\1/p' <<<"$line")
+    p50=$(sed -n 's/.* p50_us=\([0-9]*\).*/\1/p' <<<"$line")
+    achieved=$(sed -n 's/.*rate=\([0-9]*\).*/\1/p' <<<"$line")
+    printf '%-22s %12s req/s   p50 %-9s p99 %-9s (open loop)\n' "$name" "$achieved" \
+        "$(awk -v u="$p50" 'BEGIN{printf "%.2fms", u/1000}')" "$(awk -v u="$p99" 'BEGIN{printf "%.2fms", u/1000}')"
+    awk -v u="$p99" 'BEGIN{printf "%.3f\n", u/1000}' >"$data/$name.olp99"
+}
+
+# half RATE-FILE → half of the req/s recorded there, as an integer
+half() { awk '{printf "%d", $1 / 2}' "$1"; }
+
 # shellcheck source=bench/resolve-session.sh
 source bench/resolve-session.sh
 
@@ -133,6 +162,11 @@ run "bare healthz" "$CONNECTIONS" "$BARE/healthz"
 run healthz "$CONNECTIONS" "$BASE/healthz"
 # scenario → its bare counterpart, for the summary
 declare -A reference=([healthz]="bare healthz")
+if [ "$OPEN_LOOP" = 1 ]; then
+    rate=$(half "$data/healthz.rps")
+    openloop_run "bare healthz" "$rate" "$BARE/healthz"
+    openloop_run healthz "$rate" "$BASE/healthz"
+fi
 for s in "${scenarios[@]}"; do
     case $s in
         healthz) ;;
@@ -150,6 +184,11 @@ for s in "${scenarios[@]}"; do
             [ "$code" = 304 ] || { echo "expected 304, got $code" >&2; exit 1; }
             # wrk counts 304 as a success (2xx or 3xx).
             run not-modified "$CONNECTIONS" "$v" -H "Authorization: Bearer $TOKEN" -H "If-None-Match: $etag"
+            if [ "$OPEN_LOOP" = 1 ]; then
+                rate=$(half "$data/not-modified.rps")
+                openloop_run "bare not-modified" "$rate" "$BARE/v" -H "If-None-Match: $bare_etag"
+                openloop_run not-modified "$rate" "$v" -H "Authorization: Bearer $TOKEN" -H "If-None-Match: $etag"
+            fi
             reference[not-modified]="bare not-modified" ;;
         resolve)
             code=$(curl -s -o /dev/null -w '%{http_code}' -X POST "$BARE/resolve" -H 'Content-Type: application/json' \
@@ -158,6 +197,15 @@ for s in "${scenarios[@]}"; do
             run "bare resolve" "$CONNECTIONS" "$BARE/resolve" -s bench/resolve.lua
             if prepare_resolve; then
                 run resolve "$CONNECTIONS" "$BASE$RESOLVE_PATH" -s bench/resolve.lua -H "Authorization: Bearer $TOKEN"
+                if [ "$OPEN_LOOP" = 1 ]; then
+                    body="$data/resolve-body.json"
+                    default_body='{"name":"manage_files","arguments":{"path":"/tmp/notes.txt","action":"read"}}'
+                    printf '%s' "${RESOLVE_BODY:-$default_body}" >"$body"
+                    rate=$(half "$data/resolve.rps")
+                    openloop_run "bare resolve" "$rate" "$BARE/resolve" --body-file "$body" -H 'Content-Type: application/json'
+                    openloop_run resolve "$rate" "$BASE$RESOLVE_PATH" --body-file "$body" -H 'Content-Type: application/json' \
+                        -H "Authorization: Bearer $TOKEN"
+                fi
                 reference[resolve]="bare resolve"
             else
                 echo "resolve                skipped (see above)"
@@ -176,8 +224,8 @@ done
 declare -A printed=()
 declare -A target=([healthz]="≥ 0.85" [not-modified]="≥ 0.70" [resolve]="≥ 0.60")
 echo
-printf '%-14s %12s %10s   %-18s %12s %10s   %7s %-7s   %s\n' \
-    scenario "signet req/s" p99 "bare reference" "req/s" p99 ratio target "x signet /healthz"
+printf '%-14s %12s %10s   %-18s %12s %10s   %7s %-7s   %-17s   %s\n' \
+    scenario "signet req/s" p99 "bare reference" "req/s" p99 ratio target "open-loop p99 ½" "x signet /healthz"
 for s in healthz "${scenarios[@]}"; do
     [ -f "$data/$s.rps" ] || continue
     [ -n "${printed[$s]:-}" ] && continue
@@ -186,7 +234,9 @@ for s in healthz "${scenarios[@]}"; do
     awk -v n="$s" -v r="$(cat "$data/$s.rps")" -v p="$(cat "$data/$s.p99")" \
         -v rn="${ref#bare }" -v b="$(cat "$data/$ref.rps")" -v bp="$(cat "$data/$ref.p99")" \
         -v h="$(cat "$data/healthz.rps")" -v t="${target[$s]:-—}" \
-        'BEGIN { printf "%-14s %12.0f %10s   bare %-13s %12.0f %10s   %6.2fx %-7s   %.2fx\n", n, r, p, rn, b, bp, r / b, t, r / h }'
+        -v ol="$(cat "$data/$s.olp99" 2>/dev/null || echo -)" -v bol="$(cat "$data/$ref.olp99" 2>/dev/null || echo -)" \
+        'BEGIN { o = (ol == "-") ? "—" : sprintf("%s (bare %s) ms", ol, bol);
+                 printf "%-14s %12.0f %10s   bare %-13s %12.0f %10s   %6.2fx %-7s   %-17s   %.2fx\n", n, r, p, rn, b, bp, r / b, t, o, r / h }'
 done
 for f in "$data"/*.errors; do
     [ -e "$f" ] || continue
