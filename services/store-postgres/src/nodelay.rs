@@ -31,9 +31,11 @@
 //! and are skipped. Outside Linux this is a no-op.
 //!
 //! Alternatives rejected (ARCHITECTURE.md, "Storage"): sqlx 0.9 exposes no
-//! socket hook; pinning sqlx 0.8 gives up the release we moved to; a
-//! process-wide socket interposer or a local proxy would touch far more
-//! than the pool's sockets.
+//! socket hook; pinning sqlx 0.8 gives up the release we moved to;
+//! `pidfd_getfd` on our own process would avoid `unsafe`, but container
+//! runtimes' default seccomp profiles refuse it without `CAP_SYS_PTRACE`;
+//! a socket interposer or a local proxy would touch far more than the
+//! pool's sockets.
 
 use std::net::{IpAddr, SocketAddr};
 
