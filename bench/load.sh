@@ -31,6 +31,10 @@
 #   publish       PUT distinct ~58 KiB signatures, 8           [GET /healthz]
 #                 connections (validate, canonicalise, digest,
 #                 insert, audit, commit)
+#   read          GET READ_COUNT (1000) distinct version       [GET /healthz]
+#                 records in rotation, no If-None-Match: each
+#                 a 200 read from the database (version and
+#                 reviews), never from an in-process cache
 #
 # Open loop: after the closed-loop runs of healthz, not-modified and resolve,
 # each is driven again by bench/bare's `openloop` at half the rate Signet
@@ -41,7 +45,8 @@
 # Environment: SIGNET_BIN (default target/release/signet), BARE_BIN (default
 # target/release/bare), OPENLOOP_BIN (target/release/openloop), OPEN_LOOP (1),
 # DURATION (10s), CONNECTIONS (64), PORT (18080),
-# BARE_PORT (18081), SERVER_CPU (0), CLIENT_CPU (1), DATABASE_URL,
+# BARE_PORT (18081), SERVER_CPU (0), CLIENT_CPU (1), DATABASE_URL, READ_COUNT
+# (1000), PG_MAX_CONNECTIONS (the server's pool size; its default when unset),
 # UPSTREAM_URL (an MCP endpoint serving the seed's manage_files; default: start
 # examples/ts-upstream --shape seed, which needs node and npm).
 set -euo pipefail
@@ -106,6 +111,9 @@ if [ -n "${DATABASE_URL:-}" ]; then
     db_args=(--database-url "$DATABASE_URL")
 fi
 
+if [ -n "${PG_MAX_CONNECTIONS:-}" ]; then
+    export SIGNET_POSTGRES__MAX_CONNECTIONS=$PG_MAX_CONNECTIONS
+fi
 RUST_LOG=warn taskset -c "$SERVER_CPU" "$SIGNET_BIN" serve --data-dir "$data" --listen "127.0.0.1:$PORT" "${db_args[@]}" \
     >"$data/out.txt" 2>"$data/err.txt" &
 pids+=($!)
@@ -157,7 +165,8 @@ scenarios=("$@")
 [ ${#scenarios[@]} -eq 0 ] && scenarios=(healthz tenant not-modified resolve)
 
 backend=sqlite; [ -n "${DATABASE_URL:-}" ] && backend=postgres
-echo "signet $("$SIGNET_BIN" --version | awk '{print $2}') on $(nproc) cores, $backend; servers on CPU $SERVER_CPU, wrk on CPU $CLIENT_CPU; $DURATION per scenario"
+pool=""; [ "$backend" = postgres ] && pool=" (pool ${PG_MAX_CONNECTIONS:-default})"
+echo "signet $("$SIGNET_BIN" --version | awk '{print $2}') on $(nproc) cores, $backend$pool; load average $(cut -d' ' -f1-3 /proc/loadavg); servers on CPU $SERVER_CPU, wrk on CPU $CLIENT_CPU; $DURATION per scenario"
 run "bare healthz" "$CONNECTIONS" "$BARE/healthz"
 run healthz "$CONNECTIONS" "$BASE/healthz"
 # scenario → its bare counterpart, for the summary
@@ -216,6 +225,15 @@ for s in "${scenarios[@]}"; do
                 | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["versions"]))')
             echo "                       ($published versions stored)"
             reference[publish]="bare healthz" ;;
+        read)
+            READ_COUNT=${READ_COUNT:-1000}
+            export READ_COUNT
+            python3 bench/publish-reads.py "$BASE" "$TOKEN" "$READ_COUNT" | sed 's/^/                       /'
+            v="$BASE/v1/tenants/dev/servers/io.github.bench%2Freads/versions/1.0.$READ_COUNT"
+            code=$(curl -s -o /dev/null -w '%{http_code}' "$v" -H "Authorization: Bearer $TOKEN")
+            [ "$code" = 200 ] || { echo "expected 200 reading $v, got $code" >&2; exit 1; }
+            run read "$CONNECTIONS" "$BASE/" -s bench/read.lua
+            reference[read]="bare healthz" ;;
         *) echo "unknown scenario $s" >&2; exit 2 ;;
     esac
 done

@@ -74,6 +74,22 @@ pub async fn load(
         .ok_or_else(version_not_found)
 }
 
+/// An exact version, or what `latest` points at, with its reviews: one
+/// store round trip for an exact version.
+pub async fn load_record(
+    st: &RegistryState,
+    tenant: &TenantId,
+    key: &str,
+    version: &str,
+) -> Result<(StoredVersion, Vec<Review>), ApiError> {
+    let exact = resolve_version(st, tenant, key, version).await?;
+    st.store
+        .version_record(tenant, key, &exact)
+        .await
+        .map_err(store_error)?
+        .ok_or_else(version_not_found)
+}
+
 // ---------------------------------------------------------------- publish
 
 /// Publishes a document after validating it; shared by publish and import.
@@ -265,13 +281,7 @@ pub async fn transition(
     let result = st.store.change_status(scope.tenant(), &change).await;
     st.index.evict(scope.tenant(), key);
     result.map_err(store_error)?;
-    let stored = load(st, scope.tenant(), key, &stored.meta.version).await?;
-    let reviews = st
-        .store
-        .reviews(scope.tenant(), key, &stored.meta.version)
-        .await
-        .map_err(store_error)?;
-    Ok((stored, reviews))
+    load_record(st, scope.tenant(), key, &stored.meta.version).await
 }
 
 // ---------------------------------------------------------------- attestations

@@ -79,6 +79,15 @@ pub trait RegistryStore: Send + Sync + 'static {
         version: &str,
     ) -> Result<Option<StoredVersion>, RegistryStoreError>;
 
+    /// One version with its document and its review history (oldest first),
+    /// read in one statement: what a version record shows.
+    async fn version_record(
+        &self,
+        tenant: &TenantId,
+        server_key: &str,
+        version: &str,
+    ) -> Result<Option<(StoredVersion, Vec<Review>)>, RegistryStoreError>;
+
     /// All versions of a server (no documents), in no particular order.
     async fn versions(
         &self,

@@ -38,6 +38,7 @@ impl Store {
                     max_connections: cfg.postgres.max_connections,
                     acquire_timeout: Duration::from_secs(cfg.postgres.acquire_timeout_secs),
                     statement_timeout: Duration::from_secs(cfg.postgres.statement_timeout_secs),
+                    tcp_nodelay: true,
                 };
                 let s = PgStore::connect(&url, &settings).await.with_context(|| {
                     format!(

@@ -21,6 +21,7 @@ use sqlx::PgPool;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use tokio::sync::watch;
 
+pub mod nodelay;
 pub mod registry;
 mod resolve;
 
@@ -39,6 +40,9 @@ pub struct PgSettings {
     pub acquire_timeout: Duration,
     /// Server-side `statement_timeout`.
     pub statement_timeout: Duration,
+    /// Set `TCP_NODELAY` on each new TCP connection ([`nodelay`]). Always
+    /// on in the server; off only to measure what it saves.
+    pub tcp_nodelay: bool,
 }
 
 impl Default for PgSettings {
@@ -47,6 +51,7 @@ impl Default for PgSettings {
             max_connections: 16,
             acquire_timeout: Duration::from_secs(5),
             statement_timeout: Duration::from_secs(10),
+            tcp_nodelay: true,
         }
     }
 }
@@ -83,13 +88,20 @@ impl PgStore {
             "statement_timeout",
             format!("{}ms", settings.statement_timeout.as_millis()),
         )]);
-        let pool = PgPoolOptions::new()
+        let mut pool = PgPoolOptions::new()
             .max_connections(settings.max_connections)
             .acquire_timeout(settings.acquire_timeout)
-            .idle_timeout(Duration::from_secs(300))
-            .connect_with(opts)
-            .await
-            .map_err(err)?;
+            .idle_timeout(Duration::from_secs(300));
+        if settings.tcp_nodelay {
+            // Once per new connection, never per query (see `nodelay`).
+            pool = pool.after_connect(|conn, _| {
+                Box::pin(async move {
+                    nodelay::enable(conn).await;
+                    Ok(())
+                })
+            });
+        }
+        let pool = pool.connect_with(opts).await.map_err(err)?;
         Ok(Self {
             pool,
             listener: Arc::new(watch::Sender::new(ListenerStatus::default())),

@@ -15,7 +15,9 @@ mod registry;
 mod resolve;
 mod tenancy;
 
-pub use registry::{KeyRow, ReviewRow, ServerSummaryRow, VersionMetaRow, VersionRow};
+pub use registry::{
+    KeyRow, ReviewRow, ServerSummaryRow, VersionMetaRow, VersionRecordRow, VersionRow,
+};
 pub use resolve::{SessionDbRow, session_error, session_error_from};
 pub use tenancy::{AuditRow, PolicyRow, TenantRow};
 

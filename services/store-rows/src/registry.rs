@@ -81,6 +81,48 @@ impl TryFrom<VersionRow> for StoredVersion {
     }
 }
 
+/// A version with its document and reviews: the [`VersionRow`] columns and
+/// `reviews`, the version's `version_reviews` rows (oldest first) as a JSON
+/// array of objects with the [`ReviewRow`] fields.
+#[derive(Debug, sqlx::FromRow)]
+pub struct VersionRecordRow {
+    /// The version.
+    #[sqlx(flatten)]
+    pub version: VersionRow,
+    /// JSON array of reviews.
+    pub reviews: String,
+}
+
+/// One element of [`VersionRecordRow::reviews`].
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ReviewJson {
+    decision: String,
+    note: Option<String>,
+    reviewer: String,
+    at: i64,
+}
+
+impl TryFrom<VersionRecordRow> for (StoredVersion, Vec<Review>) {
+    type Error = RegistryStoreError;
+    fn try_from(r: VersionRecordRow) -> Result<Self, RegistryStoreError> {
+        let reviews: Vec<ReviewJson> = serde_json::from_str(&r.reviews)
+            .map_err(|e| RegistryStoreError::Other(format!("stored reviews: {e}")))?;
+        let reviews = reviews
+            .into_iter()
+            .map(|j| {
+                Review::from(ReviewRow {
+                    decision: j.decision,
+                    note: j.note,
+                    reviewer: j.reviewer,
+                    at: j.at,
+                })
+            })
+            .collect();
+        Ok((r.version.try_into()?, reviews))
+    }
+}
+
 /// A server with what its versions say: `name, display_name, created_at`
 /// of `servers`, and `title, description` (of the newest version),
 /// `updated_at` (newest publication, none without versions),

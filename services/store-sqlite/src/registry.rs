@@ -9,8 +9,8 @@ use signet_registry::model::{
 use signet_registry::store::{ServerQuery, like_pattern};
 use signet_registry::{RegistryStore, RegistryStoreError};
 use signet_store_rows::{
-    KeyRow, ReviewRow, ServerSummaryRow, VersionMetaRow, VersionRow, registry_error,
-    registry_error_from,
+    KeyRow, ReviewRow, ServerSummaryRow, VersionMetaRow, VersionRecordRow, VersionRow,
+    registry_error, registry_error_from,
 };
 
 use crate::{SqliteStore, insert_audit};
@@ -156,6 +156,33 @@ impl RegistryStore for SqliteStore {
     ) -> Result<Option<StoredVersion>, RegistryStoreError> {
         let mut conn = self.pool.acquire().await.map_err(registry_error)?;
         load_version(&mut conn, tenant, server_key, version).await
+    }
+
+    async fn version_record(
+        &self,
+        tenant: &TenantId,
+        server_key: &str,
+        version: &str,
+    ) -> Result<Option<(StoredVersion, Vec<Review>)>, RegistryStoreError> {
+        // One statement (one round trip) for the document, its status and
+        // its reviews, aggregated into a JSON array.
+        let row = sqlx::query_as::<_, VersionRecordRow>(sqlx::AssertSqlSafe(format!(
+            "SELECT s.display_name, v.document, {META_COLUMNS},
+             (SELECT json_group_array(json_object('decision', r.decision, 'note', r.note, 'reviewer', r.reviewer, 'at', r.at) ORDER BY r.id)
+                FROM version_reviews r
+                WHERE r.tenant_id = v.tenant_id AND r.server = v.server AND r.version = v.version) AS reviews
+             FROM versions v
+             JOIN version_status st ON st.tenant_id = v.tenant_id AND st.server = v.server AND st.version = v.version
+             JOIN servers s ON s.tenant_id = v.tenant_id AND s.name = v.server
+             WHERE v.tenant_id = ? AND v.server = ? AND v.version = ?"
+        )))
+        .bind(tenant.as_str())
+        .bind(server_key)
+        .bind(version)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(registry_error)?;
+        row.map(TryInto::try_into).transpose()
     }
 
     async fn versions(

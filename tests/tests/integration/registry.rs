@@ -1374,3 +1374,58 @@ async fn another_replica_sees_status_changes_at_once() {
             .expect("replica B's listener runs");
     }
 }
+
+/// A version record carries its reviews, oldest first, read with the
+/// version in one statement (the reviews aggregated as JSON): notes with
+/// quotes, backslashes and non-ASCII text, and a review without a note,
+/// come back exactly as written.
+#[tokio::test]
+async fn a_record_lists_every_review_oldest_first_exactly_as_written() {
+    let app = TestApp::new().await;
+    publish(
+        &app,
+        &publisher(&app),
+        &card(SERVER, "1.0.0", json!([read_tool()])),
+    )
+    .await;
+    let review = format!("{}/review", vpath(&app, SERVER, "1.0.0"));
+    let note = "needs a \"path\" check \\ über ✓";
+    let r = app
+        .send(
+            "POST",
+            &review,
+            Some(&reviewer(&app)),
+            Some(json!({"decision": "reject", "note": note})),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{:?}", r.json());
+    let r = app
+        .send(
+            "POST",
+            &review,
+            Some(&app.as_roles("rosa-reviewer", &["reviewer"])),
+            Some(json!({"decision": "approve"})),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{:?}", r.json());
+    let rec = app.get(&vpath(&app, SERVER, "1.0.0"), &app.admin()).await;
+    assert_eq!(rec.status, 200);
+    let rec = rec.json();
+    let reviews = rec["reviews"].as_array().unwrap();
+    assert_eq!(reviews.len(), 2, "{rec}");
+    assert_eq!(reviews[0]["decision"], "reject");
+    assert_eq!(reviews[0]["note"], note);
+    assert_eq!(reviews[0]["reviewer"], "rick-reviewer");
+    assert_eq!(reviews[1]["decision"], "approve");
+    assert_eq!(reviews[1]["reviewer"], "rosa-reviewer");
+    assert!(reviews[1].get("note").is_none(), "{rec}");
+    // Timestamps are RFC 3339 and in order.
+    let at = |i: usize| reviews[i]["at"].as_str().unwrap().to_owned();
+    assert!(at(0) <= at(1), "{} then {}", at(0), at(1));
+    // `latest` now points at it and shows the same reviews.
+    let latest = app
+        .get(&vpath(&app, SERVER, "latest"), &app.admin())
+        .await
+        .json();
+    assert_eq!(latest["reviews"], rec["reviews"]);
+}

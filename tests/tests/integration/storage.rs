@@ -100,3 +100,66 @@ async fn the_suite_runs_on_the_backend_it_was_asked_for() {
         (b, s) => panic!("asked for {b:?}, got {}", s.kind()),
     }
 }
+
+/// sqlx 0.9.0 opens TCP connections with Nagle's algorithm on (sqlx issue
+/// 4335), which holds the tail of a large statement for a delayed ACK.
+/// Every connection of the server's pool must have `TCP_NODELAY`; a pool
+/// built without the fix shows the option off, so this test fails without
+/// it.
+#[tokio::test]
+async fn postgres_connections_over_tcp_have_nodelay() {
+    use signet_store_postgres::{PgSettings, PgStore, nodelay};
+    if backend() == Backend::Sqlite {
+        eprintln!("notice: TCP_NODELAY concerns PostgreSQL connections; SQLite has no socket");
+        return;
+    }
+    let app = TestApp::new().await;
+    let Store::Postgres(store) = &app.store else {
+        panic!("PostgreSQL expected")
+    };
+    let mut probe = store.pool().acquire().await.unwrap();
+    if nodelay::endpoints(&mut probe).await.unwrap().is_none() {
+        // A Unix-socket URL: no TCP, nothing to set, and nothing reported.
+        assert_eq!(nodelay::is_enabled(&mut probe).await.unwrap(), None);
+        eprintln!(
+            "notice: SIGNET_TEST_DATABASE_URL is a Unix socket; TCP_NODELAY is checked over TCP only"
+        );
+        return;
+    }
+    drop(probe);
+    // The server's own pool (as `signet serve` opens it): hold several
+    // connections at once, so that several sockets are checked.
+    let mut held = Vec::new();
+    for _ in 0..4 {
+        held.push(store.pool().acquire().await.unwrap());
+    }
+    for conn in &mut held {
+        assert_eq!(
+            nodelay::is_enabled(conn).await.unwrap(),
+            Some(true),
+            "a pooled PostgreSQL connection over TCP without TCP_NODELAY"
+        );
+    }
+    // The same pool without the fix: what sqlx does by itself.
+    let bare = PgStore::connect(
+        &app.db.url,
+        &PgSettings {
+            max_connections: 1,
+            tcp_nodelay: false,
+            ..PgSettings::default()
+        },
+    )
+    .await
+    .unwrap();
+    let mut conn = bare.pool().acquire().await.unwrap();
+    assert_eq!(nodelay::is_enabled(&mut conn).await.unwrap(), Some(false));
+    // Enabling is idempotent: on once, then found on.
+    assert_eq!(nodelay::enable(&mut conn).await, nodelay::Outcome::Set);
+    assert_eq!(
+        nodelay::enable(&mut conn).await,
+        nodelay::Outcome::AlreadySet
+    );
+    assert_eq!(nodelay::is_enabled(&mut conn).await.unwrap(), Some(true));
+    drop(conn);
+    bare.close().await;
+}

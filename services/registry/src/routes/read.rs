@@ -204,14 +204,6 @@ pub async fn get_version(
             return Ok(not_modified(tag, &[]));
         }
     }
-    let stored = load(&st, scope.tenant(), key, &p.version).await?;
-    let reviews = st
-        .store
-        .reviews(scope.tenant(), key, &stored.meta.version)
-        .await
-        .map_err(store_error)?;
-    let tag = record_etag(&stored.meta);
-    let mut resp = Json(record(&stored, reviews)?).into_response();
-    resp.headers_mut().insert(header::ETAG, etag_value(&tag));
-    Ok(resp)
+    let (stored, reviews) = load_record(&st, scope.tenant(), key, &p.version).await?;
+    record_response(&stored, reviews)
 }
