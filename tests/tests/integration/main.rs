@@ -10,6 +10,8 @@ mod registry;
 mod registry_realdata;
 mod repo;
 mod resolve;
+mod scope;
+mod scope_oidc;
 mod services;
 mod sessions;
 mod signature_cli;

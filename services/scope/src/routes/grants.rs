@@ -118,7 +118,7 @@ pub struct GrantPath {
     /// Tenant id.
     pub tenant: String,
     /// Grant id.
-    pub id: String,
+    pub grant: String,
 }
 
 /// A page of the grant ledger.
@@ -400,7 +400,7 @@ fn invalid_state() -> ApiError {
 /// 6749 §5.1) and needed scopes. The token request follows no redirect.
 #[utoipa::path(
     post,
-    path = "/v1/tenants/{tenant}/grants/{id}/exchange",
+    path = "/v1/tenants/{tenant}/grants/{grant}/exchange",
     tag = "scope",
     operation_id = "exchange_grant",
     params(GrantPath),
@@ -423,7 +423,7 @@ pub async fn exchange_grant(
     StrictJson(body): StrictJson<ExchangeBody>,
 ) -> Result<Response, ApiError> {
     scope.require_any(&[Role::Client, Role::Admin])?;
-    if !is_grant_id(&p.id) {
+    if !is_grant_id(&p.grant) {
         return Err(grant_not_found());
     }
     let mut errors = Vec::new();
@@ -439,7 +439,7 @@ pub async fn exchange_grant(
     let tenant = scope.tenant();
     let grant = st
         .store
-        .grant(tenant, &p.id)
+        .grant(tenant, &p.grant)
         .await
         .map_err(store_error)?
         .ok_or_else(grant_not_found)?;
@@ -449,7 +449,7 @@ pub async fn exchange_grant(
     }
     let taken = st
         .store
-        .take_state(tenant, &p.id, &oauth::state_hash(&body.state))
+        .take_state(tenant, &p.grant, &oauth::state_hash(&body.state))
         .await
         .map_err(store_error)?
         .ok_or_else(invalid_state)?;
