@@ -804,3 +804,67 @@ async fn a_token_endpoint_answering_302_is_not_followed_and_the_state_is_single_
     assert_eq!(ledger["items"][0]["status"], "failed");
     assert_eq!(ledger["items"][0]["error"], "token_endpoint_redirect");
 }
+
+#[tokio::test]
+async fn an_expired_state_is_refused_and_nothing_is_exchanged() {
+    let app = TestApp::new().await;
+    let hits = Arc::new(AtomicUsize::new(0));
+    let h = hits.clone();
+    let base = serve(axum::Router::new().route(
+        "/token",
+        post(move || {
+            let h = h.clone();
+            async move {
+                h.fetch_add(1, Ordering::SeqCst);
+                Json(json!({"access_token": "t", "token_type": "bearer"}))
+            }
+        }),
+    ))
+    .await;
+    put(
+        &app,
+        "exp",
+        &profile(&format!("{base}/authorize"), &format!("{base}/token")),
+        &[],
+    )
+    .await;
+    let g = grant(
+        &app,
+        json!({"provider": "exp", "scopes": ["notes:read"],
+        "redirect_uri": "https://app.example/callback"}),
+    )
+    .await
+    .json();
+    let state = query(g["authorization_url"].as_str().unwrap(), "state");
+    let id = g["id"].as_str().unwrap();
+    // The state's time runs out (set in the database, not waited for).
+    match &app.store {
+        signet_server::store::Store::Sqlite(s) => {
+            sqlx::query("UPDATE scope_grant_states SET expires_at = 0 WHERE tenant_id = ?")
+                .bind(app.tenant.as_str())
+                .execute(s.pool())
+                .await
+                .unwrap();
+        }
+        signet_server::store::Store::Postgres(s) => {
+            sqlx::query("UPDATE scope_grant_states SET expires_at = 0 WHERE tenant_id = $1")
+                .bind(app.tenant.as_str())
+                .execute(s.pool())
+                .await
+                .unwrap();
+        }
+    }
+    exchange(&app, id, json!({"code": "c", "state": state}))
+        .await
+        .problem(400, "state_expired");
+    exchange(&app, id, json!({"code": "c", "state": state}))
+        .await
+        .problem(400, "invalid_state");
+    assert_eq!(hits.load(Ordering::SeqCst), 0, "nothing was exchanged");
+    let ledger = app
+        .get(&format!("/v1/tenants/{}/grants", app.tenant), &app.admin())
+        .await
+        .json();
+    assert_eq!(ledger["items"][0]["status"], "failed");
+    assert_eq!(ledger["items"][0]["error"], "state_expired");
+}
