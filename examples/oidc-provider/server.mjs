@@ -20,6 +20,9 @@ const redirect = arg('redirect', 'http://127.0.0.1:9/callback');
 // Scopes the protected MCP server (the RFC 8707 resource) accepts.
 const resourceScopes = arg('scopes', 'notes:read notes:write notes:admin');
 
+// The test reads the first line only: never die writing to a closed pipe.
+process.stdout.on('error', () => {});
+
 const server = http.createServer();
 server.listen(port, '127.0.0.1', () => {
   const issuer = `http://127.0.0.1:${server.address().port}`;

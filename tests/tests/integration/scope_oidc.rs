@@ -25,6 +25,8 @@ const RESOURCE: &str = "https://notes.example/mcp";
 struct Provider {
     child: Child,
     issuer: String,
+    /// Kept open: the provider may write more to its stdout.
+    _stdout: BufReader<std::process::ChildStdout>,
 }
 
 impl Drop for Provider {
@@ -51,7 +53,7 @@ fn start() -> Option<Provider> {
         .args(["server.mjs", "--port", "0", "--redirect", REDIRECT])
         .current_dir(&dir)
         .stdout(Stdio::piped())
-        .stderr(Stdio::null())
+        .stderr(Stdio::inherit())
         .spawn();
     let mut child = match spawned {
         Ok(c) => c,
@@ -62,7 +64,8 @@ fn start() -> Option<Provider> {
         }
     };
     let mut line = String::new();
-    BufReader::new(child.stdout.take().expect("piped stdout"))
+    let mut stdout = BufReader::new(child.stdout.take().expect("piped stdout"));
+    stdout
         .read_line(&mut line)
         .expect("read the provider's first line");
     let port: u16 = line
@@ -72,6 +75,7 @@ fn start() -> Option<Provider> {
     Some(Provider {
         child,
         issuer: format!("http://127.0.0.1:{port}"),
+        _stdout: stdout,
     })
 }
 
