@@ -170,10 +170,10 @@ fn add_resource_metadata(resp: &mut Response, url: &str) {
             values.push(v.clone());
         }
     }
-    if existing.is_empty() {
-        if let Ok(v) = HeaderValue::from_str(&format!("Bearer {param}")) {
-            values.push(v);
-        }
+    if existing.is_empty()
+        && let Ok(v) = HeaderValue::from_str(&format!("Bearer {param}"))
+    {
+        values.push(v);
     }
     resp.headers_mut().remove(header::WWW_AUTHENTICATE);
     for v in values {

@@ -175,20 +175,17 @@ fn printable(s: &str) -> bool {
 /// hierarchy is reported with its path (also as the problem's `cycle`).
 pub fn validate(st: &ScopeState, body: &ProviderBody) -> Result<(), ApiError> {
     let mut errors = Vec::new();
-    if let Some(iss) = &body.issuer {
-        if check_url("/issuer", iss, &mut errors) {
-            match (st.url_policy)(iss) {
-                Err(e) => errors.push(field("/issuer", "url_refused", e)),
-                Ok(u) => {
-                    if u.query().is_some() {
-                        errors.push(field(
-                            "/issuer",
-                            "invalid_url",
-                            "an issuer has no query (RFC 8414 §2)",
-                        ));
-                    }
-                }
-            }
+    if let Some(iss) = &body.issuer
+        && check_url("/issuer", iss, &mut errors)
+    {
+        match (st.url_policy)(iss) {
+            Err(e) => errors.push(field("/issuer", "url_refused", e)),
+            Ok(u) if u.query().is_some() => errors.push(field(
+                "/issuer",
+                "invalid_url",
+                "an issuer has no query (RFC 8414 §2)",
+            )),
+            Ok(_) => {}
         }
     }
     for (name, v) in [
