@@ -59,6 +59,7 @@ in dev mode `signet serve` prints ready-made tokens.",
         (name = "tenants", description = "Tenants, policies and the audit log"),
         (name = "registry", description = "Capability signatures: publish, review, read, diff, verify, attest"),
         (name = "resolve", description = "Resolve sessions: tools/resolve and tools/annotations, fetched from the upstream once per session and checked against the signature"),
+        (name = "scope", description = "OAuth scopes: the scope envelope of a version and least-privilege plans with their insufficient_scope challenge"),
     )
 )]
 struct ApiDoc;
@@ -119,7 +120,7 @@ pub fn openapi_for(service: Service) -> Option<utoipa::openapi::OpenApi> {
         Service::Tenancy => Some(signet_tenancy::router().into_openapi()),
         Service::Registry => Some(signet_registry::router().into_openapi()),
         Service::Resolve => Some(signet_resolve::routes::router().into_openapi()),
-        Service::Scope => None,
+        Service::Scope => Some(signet_scope::routes::router().into_openapi()),
     }
 }
 
@@ -143,8 +144,10 @@ fn service_router(ctx: &AppContext, service: Service) -> Router {
             .split_for_parts()
             .0
             .with_state(ctx.resolve.clone()),
-        // Placeholder: no routes yet.
-        Service::Scope => Router::new(),
+        Service::Scope => signet_scope::routes::router()
+            .split_for_parts()
+            .0
+            .with_state(crate::scope_wiring::scope_state(ctx)),
     }
 }
 

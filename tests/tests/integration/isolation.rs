@@ -22,7 +22,7 @@ const PUBLIC: &[&str] = &["preflight_card"];
 
 /// Tenant operations in the document today; the test covers at least these,
 /// so an empty or truncated route list cannot pass.
-const OPERATIONS_TODAY: usize = 25;
+const OPERATIONS_TODAY: usize = 27;
 
 const SERVER: &str = "io.github.bee/notes";
 
@@ -89,6 +89,8 @@ fn body_for(operation: &str) -> Value {
             "headers": {"Authorization": "Bearer b-upstream-secret"}}}),
         "resolve_tool" => json!({"name": "read_note", "arguments": {"id": "n1"}}),
         "resolve_batch" => json!({"calls": [{"name": "read_note", "arguments": {"id": "n1"}}]}),
+        "plan_scopes" => json!({"provider": "github", "server": SERVER, "version": "1.0.0",
+            "calls": [{"name": "read_note", "arguments": {"id": "n1"}}]}),
         "import_server_json" => {
             json!({"name": "io.github.bee/imported", "version": "0.1.0", "description": "Imported"})
         }

@@ -10,6 +10,7 @@ mod registry;
 mod registry_realdata;
 mod repo;
 mod resolve;
+mod scope;
 mod services;
 mod sessions;
 mod signature_cli;
