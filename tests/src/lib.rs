@@ -278,7 +278,8 @@ fn app_router(
         Arc::new(signet_registry::keys::Keyring::from_base64(key).expect("encryption key"));
     let registry =
         signet_server::registry_wiring::registry_state(store, keyring.clone(), cfg.limits.clone());
-    let scope = signet_server::scope_wiring::scope_state(store, keyring).expect("scope state");
+    let scope =
+        signet_server::scope_wiring::scope_state(store, &registry, keyring).expect("scope state");
     let resolve = signet_server::resolve_wiring::resolve_state(store, &registry, &cfg.resolve);
     signet_server::resolve_wiring::spawn_change_listener(store, &registry, &resolve);
     app::build_for(

@@ -7,7 +7,7 @@ use signet_core::ids::Timestamp;
 use signet_http::problem::FieldError;
 use utoipa::ToSchema;
 
-use crate::hierarchy::Hierarchy;
+use signet_core::scope::{Hierarchy, HierarchyError, HierarchySpec};
 
 /// A built-in scope hierarchy a profile can start from (its `hierarchy`
 /// extends the preset's).
@@ -126,11 +126,39 @@ pub struct Profile {
     pub resources: BTreeMap<String, String>,
 }
 
+impl Preset {
+    /// The built-in preset of `signet-core` of the same name.
+    pub fn core(self) -> signet_core::scope::Preset {
+        use signet_core::scope::Preset as P;
+        match self {
+            Preset::Github => P::Github,
+            Preset::Sentry => P::Sentry,
+            Preset::Google => P::Google,
+            Preset::Slack => P::Slack,
+            Preset::Jira => P::Jira,
+            Preset::Confluence => P::Confluence,
+        }
+    }
+}
+
+/// The hierarchy of a `preset` extended by a profile's own `hierarchy`
+/// (its entries only ever add coverage).
+pub fn hierarchy_spec(
+    preset: Option<Preset>,
+    own: &BTreeMap<String, Vec<String>>,
+) -> HierarchySpec {
+    let mut spec = preset.map(|p| p.core().spec()).unwrap_or_default();
+    spec.extend(&HierarchySpec::from_covers(
+        own.iter().map(|(k, v)| (k.clone(), v.iter().cloned())),
+    ));
+    spec
+}
+
 impl Profile {
-    /// The profile's own hierarchy (the preset's table is merged by the
-    /// planner, which owns the presets).
-    pub fn hierarchy(&self) -> Hierarchy {
-        Hierarchy::from_map(&self.hierarchy)
+    /// The profile's hierarchy: its preset extended by its own entries
+    /// (validated when written; flat if a stored one no longer builds).
+    pub fn hierarchy(&self) -> Result<Hierarchy, HierarchyError> {
+        hierarchy_spec(self.preset, &self.hierarchy).build()
     }
 }
 
@@ -310,8 +338,8 @@ impl GrantView {
     pub fn new(row: &GrantRow, hierarchy: &Hierarchy) -> Self {
         let (unneeded, missing) = match &row.granted {
             Some(granted) => {
-                let have = hierarchy.closure(granted);
-                let need = hierarchy.closure(&row.needed);
+                let have = hierarchy.closure(granted.iter().map(String::as_str));
+                let need = hierarchy.closure(row.needed.iter().map(String::as_str));
                 let unneeded: Vec<String> = have.difference(&need).cloned().collect();
                 let missing: Vec<String> = row
                     .needed
@@ -439,7 +467,7 @@ mod tests {
     fn ledger_flags_what_exceeds_the_need() {
         let mut map = BTreeMap::new();
         map.insert("repo".to_owned(), vec!["public_repo".to_owned()]);
-        let h = Hierarchy::from_map(&map);
+        let h = hierarchy_spec(None, &map).build().unwrap();
         let row = GrantRow {
             id: "0".repeat(32),
             provider: "gh".into(),

@@ -4,9 +4,40 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use async_trait::async_trait;
+use serde_json::Value;
 use signet_core::ids::{TenantId, Timestamp};
+use signet_http::problem::ApiError;
 
+use crate::providers::Providers;
 use crate::store::ScopeStore;
+
+/// The tools of one published version.
+#[derive(Debug, Clone)]
+pub struct VersionTools {
+    /// Canonical server name.
+    pub server: String,
+    /// Exact version (`latest` resolved).
+    pub version: String,
+    /// The signature's tool objects as published (with `securitySchemes`
+    /// and `_meta`).
+    pub tools: Arc<Vec<Value>>,
+}
+
+/// Published signatures, as the scope service reads them from the
+/// registry. Errors are already problem+json (`server_not_found`,
+/// `version_not_found`, `no_trusted_version`).
+#[async_trait]
+pub trait Signatures: Send + Sync + 'static {
+    /// The tools of `server` (any spelling) at `version` (exact or
+    /// `latest`).
+    async fn tools(
+        &self,
+        tenant: &TenantId,
+        server: &str,
+        version: &str,
+    ) -> Result<VersionTools, ApiError>;
+}
 
 /// Seals secrets at rest with the server's key (AES-256-GCM), bound to the
 /// tenant and a context within it, so a sealed value copied to another row
@@ -47,6 +78,10 @@ impl Default for ScopeConfig {
 /// What the scope routes need.
 #[derive(Clone)]
 pub struct ScopeState {
+    /// Published signatures.
+    pub signatures: Arc<dyn Signatures>,
+    /// Provider profiles as the planner reads them (over `store`).
+    pub providers: Arc<dyn Providers>,
     /// Providers, grants, states.
     pub store: Arc<dyn ScopeStore>,
     /// Seals client secrets and PKCE verifiers.
@@ -63,6 +98,8 @@ pub struct ScopeState {
 impl ScopeState {
     /// A state over `store` and `sealer`, with the HTTP client built here.
     pub fn new(
+        signatures: Arc<dyn Signatures>,
+        providers: Arc<dyn Providers>,
         store: Arc<dyn ScopeStore>,
         sealer: Arc<dyn Sealer>,
         url_policy: UrlPolicy,
@@ -70,6 +107,8 @@ impl ScopeState {
     ) -> Result<Self, String> {
         let http = crate::oauth::http_client(&config)?;
         Ok(ScopeState {
+            signatures,
+            providers,
             store,
             sealer,
             url_policy,

@@ -63,7 +63,7 @@ in dev mode `signet serve` prints ready-made tokens.",
         (name = "tenants", description = "Tenants, policies and the audit log"),
         (name = "registry", description = "Capability signatures: publish, review, read, diff, verify, attest"),
         (name = "resolve", description = "Resolve sessions: tools/resolve and tools/annotations, fetched from the upstream once per session and checked against the signature"),
-        (name = "scope", description = "OAuth provider profiles and least-privilege grants (PKCE S256, single-use state, RFC 8707 resource) with their ledger"),
+        (name = "scope", description = "OAuth scopes: the scope envelope of a version, least-privilege plans with their insufficient_scope challenge, provider profiles, and grants (PKCE S256, single-use state, RFC 8707 resource) with their ledger"),
     )
 )]
 struct ApiDoc;

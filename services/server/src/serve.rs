@@ -151,7 +151,7 @@ pub async fn start(cfg: Config, listener: Option<TcpListener>) -> anyhow::Result
     let keyring = Arc::new(crate::registry_wiring::keyring(&cfg)?);
     let registry =
         crate::registry_wiring::registry_state(&store, keyring.clone(), cfg.limits.clone());
-    let scope = crate::scope_wiring::scope_state(&store, keyring)?;
+    let scope = crate::scope_wiring::scope_state(&store, &registry, keyring)?;
     let resolve = crate::resolve_wiring::resolve_state(&store, &registry, &cfg.resolve);
     crate::resolve_wiring::spawn_change_listener(&store, &registry, &resolve);
     let purge = crate::resolve_wiring::spawn_session_purge(&store, Duration::from_secs(600));

@@ -22,7 +22,7 @@ const PUBLIC: &[&str] = &["preflight_card"];
 
 /// Tenant operations in the document today; the test covers at least these,
 /// so an empty or truncated route list cannot pass.
-const OPERATIONS_TODAY: usize = 30;
+const OPERATIONS_TODAY: usize = 32;
 
 /// Refusals that still prove the owner was admitted past the tenant
 /// boundary: replacing a provider without `If-Match` (428), and exchanging
@@ -102,6 +102,8 @@ fn body_for(operation: &str) -> Value {
         "create_grant" => json!({"provider": PROVIDER, "scopes": ["notes:read"],
             "redirect_uri": "https://bee.example/callback"}),
         "exchange_grant" => json!({"code": "a-code", "state": "not-the-state"}),
+        "plan_scopes" => json!({"provider": "github", "server": SERVER, "version": "1.0.0",
+            "calls": [{"name": "read_note", "arguments": {"id": "n1"}}]}),
         "import_server_json" => {
             json!({"name": "io.github.bee/imported", "version": "0.1.0", "description": "Imported"})
         }

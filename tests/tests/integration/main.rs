@@ -11,6 +11,7 @@ mod registry_realdata;
 mod repo;
 mod resolve;
 mod scope;
+mod scope_grants;
 mod scope_oidc;
 mod services;
 mod sessions;

@@ -17,7 +17,7 @@ use std::process::{Child, Command, Stdio};
 use serde_json::{Value, json};
 use signet_tests::*;
 
-use crate::scope::{put, query};
+use crate::scope_grants::{put, query};
 
 const REDIRECT: &str = "http://127.0.0.1:9/callback";
 const RESOURCE: &str = "https://notes.example/mcp";

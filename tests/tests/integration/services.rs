@@ -19,7 +19,7 @@ use signet_tests::*;
 const OPERATIONS_TODAY: &[(Service, usize)] = &[
     (Service::Tenancy, 5),
     (Service::Registry, 15),
-    (Service::Scope, 5),
+    (Service::Scope, 7),
 ];
 
 /// Served by every process, whatever its services.

@@ -17,7 +17,6 @@ use signet_http::{StrictJson, TenantScope};
 use utoipa::{IntoParams, ToSchema};
 
 use crate::error::{grant_not_found, store_error};
-use crate::hierarchy::Hierarchy;
 use crate::model::{
     GrantRow, GrantStatus, GrantView, ProviderRow, StateRow, check_scopes, field, is_grant_id,
     is_provider_name, new_grant_id, normalise,
@@ -26,6 +25,7 @@ use crate::oauth::{self, ClientConfig, ExchangeError};
 use crate::routes::providers::secret_context;
 use crate::state::{ScopeState, now};
 use crate::store::{AuditNote, GrantOutcome};
+use signet_core::scope::Hierarchy;
 
 /// The plan a grant implements: the response of `POST .../scopes/plan`
 /// (its `required` scopes are what the calls need; its `request`, what is
@@ -629,8 +629,8 @@ pub async fn list_grants(
                 .provider(tenant, &r.provider)
                 .await
                 .map_err(store_error)?
-                .map(|p| p.profile.hierarchy())
-                .unwrap_or_default();
+                .and_then(|p| p.profile.hierarchy().ok())
+                .unwrap_or_else(Hierarchy::flat);
             hierarchies.insert(r.provider.clone(), h);
         }
         items.push(GrantView::new(r, &hierarchies[&r.provider]));

@@ -303,14 +303,24 @@ pub fn validate(st: &ScopeState, body: &ProviderBody) -> Result<(), ApiError> {
     }
     let mut err = None;
     if errors.is_empty()
-        && let Some(cycle) = crate::hierarchy::Hierarchy::from_map(&body.hierarchy).find_cycle()
+        && let Err(e) = crate::model::hierarchy_spec(body.preset, &body.hierarchy).build()
     {
-        errors.push(field(
-            ptr("/hierarchy", &cycle[0]),
-            "hierarchy_cycle",
-            format!("the hierarchy has a cycle: {}", cycle.join(" → ")),
-        ));
-        err = Some(cycle);
+        match e {
+            signet_core::scope::HierarchyError::Cycle { cycle } => {
+                let via = if body.preset.is_some() {
+                    " (with the preset's entries)"
+                } else {
+                    ""
+                };
+                errors.push(field(
+                    ptr("/hierarchy", &cycle[0]),
+                    "hierarchy_cycle",
+                    format!("the hierarchy has a cycle{via}: {}", cycle.join(" → ")),
+                ));
+                err = Some(cycle);
+            }
+            other => errors.push(field("/hierarchy", "invalid_hierarchy", other.to_string())),
+        }
     }
     if errors.is_empty() {
         return Ok(());
