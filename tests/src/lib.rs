@@ -277,7 +277,9 @@ fn app_router(
     let keyring =
         Arc::new(signet_registry::keys::Keyring::from_base64(key).expect("encryption key"));
     let registry =
-        signet_server::registry_wiring::registry_state(store, keyring, cfg.limits.clone());
+        signet_server::registry_wiring::registry_state(store, keyring.clone(), cfg.limits.clone());
+    let scope =
+        signet_server::scope_wiring::scope_state(store, &registry, keyring).expect("scope state");
     let resolve = signet_server::resolve_wiring::resolve_state(store, &registry, &cfg.resolve);
     signet_server::resolve_wiring::spawn_change_listener(store, &registry, &resolve);
     app::build_for(
@@ -285,6 +287,8 @@ fn app_router(
             tenants: store.tenants(),
             registry,
             resolve,
+            scope,
+            protected_resource: Arc::new(cfg.protected_resource()),
             authn: authn.clone(),
             metrics: Arc::new(Metrics::default()),
             body_limit: cfg.body_limit_bytes,

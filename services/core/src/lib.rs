@@ -12,7 +12,8 @@
 //! - [`contain`]: containment of runtime observations and enforcement
 //!   [`Mode`]s;
 //! - [`diff`]: capability diff between two versions;
-//! - [`scope`]: the scope envelope of a signature;
+//! - [`scope`]: the scope envelope of a signature, scope hierarchies and
+//!   their presets, and the least-privilege planner;
 //! - [`uri_template`]: RFC 6570 template matching in bounded time;
 //! - [`ops`]: the pure entry points behind the CLI and HTTP API;
 //! - [`json`]: strict JSON input; [`ids`]: shared identifiers;

@@ -1,4 +1,33 @@
-//! signet-scope: the scope service: OAuth provider profiles, the least-privilege scope planner, and authorization requests. Its routes arrive with the scope issue; today the crate only reserves its place in the dependency graph.
+//! signet-scope: the scope service: OAuth provider profiles, the
+//! least-privilege scope planner's routes, and grants.
 //!
-//! Like every service crate it may depend on `signet-core` and `signet-http`,
-//! never on another service crate and never on SQL.
+//! The planner itself is pure and lives in `signet_core::scope`; this crate
+//! feeds it published tools (through [`state::Signatures`]) and provider
+//! profiles (through [`providers::Providers`]), both traits the server
+//! implements, and shapes its answer for the wire ([`planning`]).
+//!
+//! - [`model`]: provider profiles and grants, their wire shapes and checks;
+//! - [`store`]: the storage contract ([`store::ScopeStore`]);
+//! - [`state`]: what the handlers share, and what the server provides
+//!   ([`state::Sealer`], the URL policy, [`state::Signatures`]);
+//! - [`oauth`]: discovery (RFC 8414, OpenID Connect), authorization
+//!   requests with PKCE S256 and RFC 8707 `resource`, the code exchange
+//!   (the `oauth2` crate over a client that follows no redirect);
+//! - [`routes`]: the HTTP handlers.
+//!
+//! Like every service crate it may depend on `signet-core` and
+//! `signet-http`, never on another service crate and never on SQL.
+
+pub mod error;
+pub mod model;
+pub mod oauth;
+pub mod planning;
+pub mod providers;
+pub mod routes;
+pub mod state;
+pub mod store;
+
+pub use model::{GrantRow, GrantStatus, Preset, Profile, ProviderRow, StateRow};
+pub use providers::{ProviderView, Providers};
+pub use state::{ScopeConfig, ScopeState, Sealer, Signatures, UrlPolicy, VersionTools};
+pub use store::{AuditNote, Expect, GrantOutcome, ProviderWrite, ScopeStore, ScopeStoreError};

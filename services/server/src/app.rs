@@ -33,6 +33,10 @@ pub struct AppContext {
     pub registry: signet_registry::RegistryState,
     /// The resolve service.
     pub resolve: signet_resolve::ResolveState,
+    /// The scope service.
+    pub scope: signet_scope::ScopeState,
+    /// What Signet says of itself as an OAuth protected resource.
+    pub protected_resource: Arc<ProtectedResource>,
     /// Token verification.
     pub authn: Arc<Authenticator>,
     /// Request metrics.
@@ -59,6 +63,7 @@ in dev mode `signet serve` prints ready-made tokens.",
         (name = "tenants", description = "Tenants, policies and the audit log"),
         (name = "registry", description = "Capability signatures: publish, review, read, diff, verify, attest"),
         (name = "resolve", description = "Resolve sessions: tools/resolve and tools/annotations, fetched from the upstream once per session and checked against the signature"),
+        (name = "scope", description = "OAuth scopes: the scope envelope of a version, least-privilege plans with their insufficient_scope challenge, provider profiles, and grants (PKCE S256, single-use state, RFC 8707 resource) with their ledger"),
     )
 )]
 struct ApiDoc;
@@ -87,6 +92,7 @@ struct OpsState {
     tenants: Arc<dyn TenantStore>,
     metrics: Arc<Metrics>,
     resolve: signet_resolve::ResolveState,
+    protected_resource: Arc<ProtectedResource>,
 }
 
 fn ops_router() -> OpenApiRouter<OpsState> {
@@ -94,6 +100,85 @@ fn ops_router() -> OpenApiRouter<OpsState> {
         .routes(routes!(healthz))
         .routes(routes!(readyz))
         .routes(routes!(metrics))
+        .routes(routes!(protected_resource_metadata))
+}
+
+/// Signet as an OAuth 2.0 protected resource (RFC 9728): where its
+/// metadata is, and which authorization servers issue its tokens. The MCP
+/// authorization spec has clients discover it from the `resource_metadata`
+/// of a `401` challenge.
+#[derive(Debug, Clone, Default)]
+pub struct ProtectedResource {
+    /// The URL clients reach Signet at (`public_url`); when `None`, each
+    /// request's `Host` names it (over `http`).
+    pub public_url: Option<String>,
+    /// Issuers of the tokens Signet accepts (the configured ones that are
+    /// URLs).
+    pub authorization_servers: Vec<String>,
+}
+
+/// The well-known path of RFC 9728 §3.
+pub const PROTECTED_RESOURCE_PATH: &str = "/.well-known/oauth-protected-resource";
+
+impl ProtectedResource {
+    /// The resource identifier: `public_url`, else `http://<Host>` (a Host
+    /// with characters a host cannot have is not echoed).
+    pub fn base(&self, host: Option<&HeaderValue>) -> String {
+        if let Some(u) = &self.public_url {
+            return u.trim_end_matches('/').to_owned();
+        }
+        let host = host
+            .and_then(|h| h.to_str().ok())
+            .filter(|h| {
+                !h.is_empty()
+                    && h.len() <= 255
+                    && h.bytes().all(|b| {
+                        b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b':' | b'[' | b']')
+                    })
+            })
+            .unwrap_or("localhost");
+        format!("http://{host}")
+    }
+
+    /// The metadata URL (what `resource_metadata` names).
+    pub fn metadata_url(&self, host: Option<&HeaderValue>) -> String {
+        format!("{}{PROTECTED_RESOURCE_PATH}", self.base(host))
+    }
+}
+
+/// Adds `resource_metadata` (RFC 9728 §5.1) to every Bearer challenge of a
+/// `401`, or a challenge carrying it when there is none.
+fn add_resource_metadata(resp: &mut Response, url: &str) {
+    let param = format!("resource_metadata=\"{url}\"");
+    let existing: Vec<HeaderValue> = resp
+        .headers_mut()
+        .get_all(header::WWW_AUTHENTICATE)
+        .iter()
+        .cloned()
+        .collect();
+    let mut values = Vec::with_capacity(existing.len().max(1));
+    for v in &existing {
+        let text = v.to_str().unwrap_or("");
+        if text.starts_with("Bearer") && !text.contains("resource_metadata=") {
+            let joined = if text.trim() == "Bearer" {
+                format!("Bearer {param}")
+            } else {
+                format!("{text}, {param}")
+            };
+            values.push(HeaderValue::from_str(&joined).unwrap_or_else(|_| v.clone()));
+        } else {
+            values.push(v.clone());
+        }
+    }
+    if existing.is_empty()
+        && let Ok(v) = HeaderValue::from_str(&format!("Bearer {param}"))
+    {
+        values.push(v);
+    }
+    resp.headers_mut().remove(header::WWW_AUTHENTICATE);
+    for v in values {
+        resp.headers_mut().append(header::WWW_AUTHENTICATE, v);
+    }
 }
 
 /// The OpenAPI document of the whole API, generated from the real handlers.
@@ -119,7 +204,7 @@ pub fn openapi_for(service: Service) -> Option<utoipa::openapi::OpenApi> {
         Service::Tenancy => Some(signet_tenancy::router().into_openapi()),
         Service::Registry => Some(signet_registry::router().into_openapi()),
         Service::Resolve => Some(signet_resolve::routes::router().into_openapi()),
-        Service::Scope => None,
+        Service::Scope => Some(signet_scope::routes::router().into_openapi()),
     }
 }
 
@@ -143,8 +228,10 @@ fn service_router(ctx: &AppContext, service: Service) -> Router {
             .split_for_parts()
             .0
             .with_state(ctx.resolve.clone()),
-        // Placeholder: no routes yet.
-        Service::Scope => Router::new(),
+        Service::Scope => signet_scope::routes::router()
+            .split_for_parts()
+            .0
+            .with_state(ctx.scope.clone()),
     }
 }
 
@@ -199,6 +286,42 @@ async fn readyz(State(st): State<OpsState>) -> Result<Response, ApiError> {
     }
 }
 
+/// OAuth 2.0 protected resource metadata (RFC 9728): Signet's resource
+/// identifier and the authorization servers whose tokens it accepts.
+#[utoipa::path(get, path = "/.well-known/oauth-protected-resource", tag = "operations",
+    operation_id = "protected_resource_metadata",
+    responses((status = 200, description = "RFC 9728 metadata", content_type = "application/json",
+        example = json!({"resource": "https://signet.example", "authorization_servers": ["https://idp.example"],
+            "bearer_methods_supported": ["header"], "resource_name": "Signet",
+            "resource_documentation": "https://signet.example/docs"}))))]
+async fn protected_resource_metadata(
+    State(st): State<OpsState>,
+    headers: axum::http::HeaderMap,
+) -> Response {
+    let pr = &st.protected_resource;
+    let base = pr.base(headers.get(header::HOST));
+    let mut doc = serde_json::json!({
+        "resource": base,
+        "bearer_methods_supported": ["header"],
+        "resource_name": "Signet",
+        "resource_documentation": format!("{base}/docs"),
+    });
+    if !pr.authorization_servers.is_empty() {
+        doc["authorization_servers"] = serde_json::json!(pr.authorization_servers);
+    }
+    (
+        [
+            (
+                header::CACHE_CONTROL,
+                HeaderValue::from_static("max-age=300"),
+            ),
+            (header::VARY, HeaderValue::from_static("Host")),
+        ],
+        axum::Json(doc),
+    )
+        .into_response()
+}
+
 /// Prometheus metrics (text exposition format).
 #[utoipa::path(get, path = "/metrics", tag = "operations", operation_id = "metrics",
     responses((status = 200, description = "Metrics", content_type = "text/plain; version=0.0.4")))]
@@ -243,6 +366,7 @@ pub fn build_for(ctx: AppContext, services: &[Service]) -> Router {
         tenants: ctx.tenants.clone(),
         metrics: ctx.metrics.clone(),
         resolve: ctx.resolve.clone(),
+        protected_resource: ctx.protected_resource.clone(),
     });
     let docs: Router = SwaggerUi::new("/docs")
         .url("/openapi.json", openapi())
@@ -263,7 +387,10 @@ pub fn build_for(ctx: AppContext, services: &[Service]) -> Router {
         .layer(RequestBodyLimitLayer::new(ctx.body_limit))
         .layer(axum::extract::DefaultBodyLimit::max(ctx.body_limit))
         .layer(axum::Extension(ctx.authn.clone()))
-        .layer(middleware::from_fn_with_state(ctx.metrics.clone(), edge))
+        .layer(middleware::from_fn_with_state(
+            (ctx.metrics.clone(), ctx.protected_resource.clone()),
+            edge,
+        ))
 }
 
 /// A fresh request id in UUID form: a random per-process prefix and a
@@ -337,7 +464,11 @@ async fn convert_plain_error(resp: Response) -> ApiError {
 
 /// The outermost middleware: request id, tracing span, problem rendering,
 /// metrics.
-async fn edge(State(metrics): State<Arc<Metrics>>, mut req: Request, next: Next) -> Response {
+async fn edge(
+    State((metrics, protected)): State<(Arc<Metrics>, Arc<ProtectedResource>)>,
+    mut req: Request,
+    next: Next,
+) -> Response {
     let start = Instant::now();
     let rid = match req.headers().get("x-request-id") {
         Some(v) if valid_request_id(v) => v.clone(),
@@ -366,6 +497,7 @@ async fn edge(State(metrics): State<Arc<Metrics>>, mut req: Request, next: Next)
     );
     // W3C traceparent: join the caller's trace; records `trace.id`.
     crate::telemetry::link_request_span(&span, req.headers(), &method, route);
+    let host = req.headers().get(header::HOST).cloned();
     let mut resp = next.run(req).instrument(span.clone()).await;
     let status = resp.status();
     if let Some(RenderedProblem(err)) = resp.extensions_mut().remove::<RenderedProblem>() {
@@ -378,6 +510,9 @@ async fn edge(State(metrics): State<Arc<Metrics>>, mut req: Request, next: Next)
     {
         let err = convert_plain_error(resp).await;
         resp = err.into_response_with_id(Some(rid_str.to_owned()));
+    }
+    if resp.status() == StatusCode::UNAUTHORIZED {
+        add_resource_metadata(&mut resp, &protected.metadata_url(host.as_ref()));
     }
     resp.headers_mut().insert("x-request-id", rid);
     let elapsed = start.elapsed();

@@ -21,6 +21,12 @@ use crate::telemetry::{LogFormat, TelemetryConfig};
 pub struct Config {
     /// Address to listen on.
     pub listen: String,
+    /// The URL clients reach this server at (`https://signet.example`):
+    /// Signet's resource identifier in its RFC 9728 metadata and in the
+    /// `resource_metadata` of every `401`. Empty: each request's `Host`
+    /// names it, over `http` (fine on loopback, wrong behind TLS).
+    #[serde(default)]
+    pub public_url: String,
     /// Directory for the SQLite database and the dev signing key.
     pub data_dir: PathBuf,
     /// `postgres://...` or `sqlite://...`; empty means SQLite in `data_dir`.
@@ -161,6 +167,7 @@ impl Default for Config {
     fn default() -> Self {
         Self {
             listen: "127.0.0.1:8080".into(),
+            public_url: String::new(),
             data_dir: PathBuf::from("./signet-data"),
             database_url: String::new(),
             services: Service::ALL.map(|s| s.name().to_owned()).to_vec(),
@@ -249,9 +256,30 @@ impl Config {
         Ok(cfg)
     }
 
+    /// What Signet says of itself as an OAuth protected resource.
+    pub fn protected_resource(&self) -> crate::app::ProtectedResource {
+        crate::app::ProtectedResource {
+            public_url: (!self.public_url.is_empty()).then(|| self.public_url.clone()),
+            authorization_servers: self
+                .auth
+                .issuers
+                .iter()
+                .map(|i| i.issuer.clone())
+                .filter(|i| crate::url_policy::http_url(i).is_ok())
+                .collect(),
+        }
+    }
+
     /// Checks every setting; the error names the first bad one.
     pub fn validate(&self) -> anyhow::Result<()> {
         self.listen_addr()?;
+        if !self.public_url.is_empty() {
+            let u = crate::url_policy::http_url(&self.public_url)
+                .map_err(|e| anyhow::anyhow!("public_url: {e}"))?;
+            if u.query().is_some() || u.fragment().is_some() {
+                bail!("public_url must have no query or fragment");
+            }
+        }
         if self.body_limit_bytes == 0 {
             bail!("body_limit_bytes must be greater than 0");
         }

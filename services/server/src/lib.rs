@@ -12,6 +12,7 @@ pub mod devkeys;
 pub mod metrics;
 pub mod registry_wiring;
 pub mod resolve_wiring;
+pub mod scope_wiring;
 pub mod serve;
 pub mod services;
 pub mod signature_cmd;

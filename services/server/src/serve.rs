@@ -149,7 +149,9 @@ pub async fn start(cfg: Config, listener: Option<TcpListener>) -> anyhow::Result
         None => None,
     };
     let keyring = Arc::new(crate::registry_wiring::keyring(&cfg)?);
-    let registry = crate::registry_wiring::registry_state(&store, keyring, cfg.limits.clone());
+    let registry =
+        crate::registry_wiring::registry_state(&store, keyring.clone(), cfg.limits.clone());
+    let scope = crate::scope_wiring::scope_state(&store, &registry, keyring)?;
     let resolve = crate::resolve_wiring::resolve_state(&store, &registry, &cfg.resolve);
     crate::resolve_wiring::spawn_change_listener(&store, &registry, &resolve);
     let purge = crate::resolve_wiring::spawn_session_purge(&store, Duration::from_secs(600));
@@ -157,6 +159,8 @@ pub async fn start(cfg: Config, listener: Option<TcpListener>) -> anyhow::Result
         tenants: store.tenants(),
         registry,
         resolve,
+        scope,
+        protected_resource: Arc::new(cfg.protected_resource()),
         authn,
         metrics: Arc::new(Metrics::default()),
         body_limit: cfg.body_limit_bytes,

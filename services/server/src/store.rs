@@ -83,6 +83,14 @@ impl Store {
         }
     }
 
+    /// The scope service's store.
+    pub fn scope(&self) -> Arc<dyn signet_scope::ScopeStore> {
+        match self {
+            Store::Sqlite(s) => Arc::new(s.clone()),
+            Store::Postgres(s) => Arc::new(s.clone()),
+        }
+    }
+
     /// Applies pending migrations.
     pub async fn migrate(&self) -> anyhow::Result<()> {
         match self {

@@ -24,6 +24,7 @@ use tokio::sync::watch;
 pub mod nodelay;
 pub mod registry;
 mod resolve;
+mod scope;
 
 pub use registry::REGISTRY_CHANNEL;
 pub use resolve::RESOLVE_CHANNEL;

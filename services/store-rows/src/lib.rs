@@ -13,12 +13,16 @@
 
 mod registry;
 mod resolve;
+mod scope;
 mod tenancy;
 
 pub use registry::{
     KeyRow, ReviewRow, ServerSummaryRow, VersionMetaRow, VersionRecordRow, VersionRow,
 };
 pub use resolve::{SessionDbRow, session_error, session_error_from};
+pub use scope::{
+    GrantDbRow, ProviderDbRow, StateDbRow, scope_error, scope_error_from, scopes_json,
+};
 pub use tenancy::{AuditRow, PolicyRow, TenantRow};
 
 use signet_registry::RegistryStoreError;

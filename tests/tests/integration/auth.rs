@@ -63,9 +63,12 @@ async fn missing_token_is_401_with_a_bare_challenge() {
     let app = TestApp::new().await;
     let r = app.send("GET", &path(&app), None, None).await;
     r.problem(401, "unauthenticated");
+    // Bare: no error, only the realm and where Signet's RFC 9728 metadata is.
     assert_eq!(
         r.header("www-authenticate").as_deref(),
-        Some("Bearer realm=\"signet\"")
+        Some(
+            "Bearer realm=\"signet\", resource_metadata=\"http://localhost/.well-known/oauth-protected-resource\""
+        )
     );
     // Another scheme is the same as no bearer token.
     let r = app

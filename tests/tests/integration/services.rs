@@ -16,10 +16,21 @@ use signet_tests::*;
 
 /// The operations of each service today; the test covers at least these,
 /// so an empty or truncated route list cannot pass.
-const OPERATIONS_TODAY: &[(Service, usize)] = &[(Service::Tenancy, 5), (Service::Registry, 15)];
+const OPERATIONS_TODAY: &[(Service, usize)] = &[
+    (Service::Tenancy, 5),
+    (Service::Registry, 15),
+    (Service::Scope, 7),
+];
 
 /// Served by every process, whatever its services.
-const OPERATIONAL: &[&str] = &["/healthz", "/readyz", "/metrics", "/openapi.json", "/docs/"];
+const OPERATIONAL: &[&str] = &[
+    "/healthz",
+    "/readyz",
+    "/metrics",
+    "/openapi.json",
+    "/docs/",
+    "/.well-known/oauth-protected-resource",
+];
 
 /// One documented operation with its path made concrete.
 struct Op {

@@ -52,7 +52,7 @@ use crate::names::{ServerName, Version};
 pub use signature::{
     AnnotationsForm, Prompt, Resource, ResourceTemplate, SecurityScheme, Signature, SignatureTool,
 };
-pub(crate) use signature::{parse_signature, parse_tool};
+pub(crate) use signature::{parse_security_schemes, parse_signature, parse_tool};
 
 /// Configurable limits on accepted documents (`[limits]` in the server's
 /// configuration; every field is optional there and defaults as below).

@@ -448,7 +448,7 @@ pub(crate) fn parse_tool(
 }
 
 /// Parses a `securitySchemes` array.
-fn parse_security_schemes(
+pub(crate) fn parse_security_schemes(
     v: &Value,
     p: &str,
     errors: &mut ValidationErrors,

@@ -16,6 +16,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
+use super::schemes::declared_schemes;
 use crate::card::{SecurityScheme, Signature};
 
 /// The scope needs of one tool.
@@ -62,13 +63,19 @@ pub fn tool_scopes(schemes: Option<&[SecurityScheme]>) -> ToolScopes {
     }
 }
 
-/// The scope envelope of `sig`.
+/// The scope envelope of `sig`. A tool's schemes are read as the planner
+/// reads them ([`declared_schemes`]): the top-level `securitySchemes`, else
+/// the `_meta.securitySchemes` copy.
 pub fn scope_envelope(sig: &Signature) -> ScopeEnvelope {
     let mut all = BTreeSet::new();
     let mut tools = BTreeMap::new();
     let mut without = Vec::new();
     for t in &sig.tools {
-        let ts = tool_scopes(t.security_schemes.as_deref());
+        let schemes = match declared_schemes(&t.raw, "") {
+            Ok(d) => d.schemes,
+            Err(_) => t.security_schemes.clone(),
+        };
+        let ts = tool_scopes(schemes.as_deref());
         if !ts.declared {
             without.push(t.name.clone());
         }
@@ -96,11 +103,14 @@ mod tests {
              "securitySchemes": [{"type": "noauth"}, {"type": "oauth2", "scopes": ["repo"]}]},
             {"name": "delete_repository", "inputSchema": {"type": "object"},
              "securitySchemes": [{"type": "oauth2", "scopes": ["repo", "delete_repo"]}]},
-            {"name": "plain", "inputSchema": {"type": "object"}}
+            {"name": "plain", "inputSchema": {"type": "object"}},
+            {"name": "apps_sdk", "inputSchema": {"type": "object"},
+             "_meta": {"securitySchemes": [{"type": "oauth2", "scopes": ["gist"]}]}}
         ]}});
         let card = ServerCard::from_value(&doc, &Limits::default()).unwrap();
         let e = scope_envelope(&card.signature);
-        assert_eq!(e.scopes, ["delete_repo", "repo"]);
+        assert_eq!(e.scopes, ["delete_repo", "gist", "repo"]);
+        assert_eq!(e.tools["apps_sdk"].scopes, ["gist"]);
         assert_eq!(e.tools_without_schemes, ["plain"]);
         assert!(e.tools["get_repo_contents"].noauth);
         assert_eq!(e.tools["delete_repository"].scopes, ["delete_repo", "repo"]);

@@ -1,0 +1,66 @@
+// A real OAuth 2.0 / OpenID Connect authorization server (npm
+// `oidc-provider`) on loopback, for the scope service's end-to-end tests:
+// PKCE S256 required, RFC 8707 resource indicators, the library's own
+// development login and consent pages (devInteractions).
+//
+//   node server.mjs --port 0 --redirect http://127.0.0.1:9/callback
+//
+// Prints the port alone on its first line once it listens. Not for
+// production: devInteractions accepts any login.
+import http from 'node:http';
+import Provider from 'oidc-provider';
+
+function arg(name, fallback) {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 && i + 1 < process.argv.length ? process.argv[i + 1] : fallback;
+}
+
+const port = Number(arg('port', '0'));
+const redirect = arg('redirect', 'http://127.0.0.1:9/callback');
+// Scopes the protected MCP server (the RFC 8707 resource) accepts.
+const resourceScopes = arg('scopes', 'notes:read notes:write notes:admin');
+
+// The test reads the first line only: never die writing to a closed pipe.
+process.stdout.on('error', () => {});
+
+const server = http.createServer();
+server.listen(port, '127.0.0.1', () => {
+  const issuer = `http://127.0.0.1:${server.address().port}`;
+  const provider = new Provider(issuer, {
+    clients: [
+      {
+        client_id: 'signet',
+        client_secret: 'signet-test-client-secret-0123456789',
+        redirect_uris: [redirect],
+        grant_types: ['authorization_code'],
+        response_types: ['code'],
+        token_endpoint_auth_method: 'client_secret_basic',
+      },
+    ],
+    pkce: { required: () => true },
+    scopes: ['openid', 'offline_access'],
+    cookies: { keys: ['signet-test-cookie-key-not-a-secret'] },
+    findAccount: async (_ctx, sub) => ({
+      accountId: sub,
+      async claims() {
+        return { sub };
+      },
+    }),
+    features: {
+      devInteractions: { enabled: true },
+      resourceIndicators: {
+        enabled: true,
+        defaultResource: () => undefined,
+        useGrantedResource: () => true,
+        getResourceServerInfo: async () => ({
+          scope: resourceScopes,
+          accessTokenFormat: 'opaque',
+          accessTokenTTL: 600,
+        }),
+      },
+    },
+  });
+  provider.on('server_error', (_ctx, err) => console.error('server_error', err));
+  server.on('request', provider.callback());
+  console.log(String(server.address().port));
+});

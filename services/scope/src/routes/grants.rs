@@ -1,0 +1,639 @@
+//! Grants: the authorization request (PKCE S256, single-use `state`,
+//! RFC 8707 `resource`), the code exchange, and the ledger.
+
+use std::collections::BTreeMap;
+
+use axum::Json;
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use signet_core::ids::Timestamp;
+use signet_http::auth::Role;
+use signet_http::pagination::{PageQuery, finish_page};
+use signet_http::problem::{ApiError, ProblemBody};
+use signet_http::{StrictJson, TenantScope};
+use utoipa::{IntoParams, ToSchema};
+
+use crate::error::{grant_not_found, store_error};
+use crate::model::{
+    GrantRow, GrantStatus, GrantView, ProviderRow, StateRow, check_scopes, field, is_grant_id,
+    is_provider_name, new_grant_id, normalise,
+};
+use crate::oauth::{self, ClientConfig, ExchangeError};
+use crate::routes::providers::secret_context;
+use crate::state::{ScopeState, now};
+use crate::store::{AuditNote, GrantOutcome};
+use signet_core::scope::Hierarchy;
+
+/// The plan a grant implements: the response of `POST .../scopes/plan`
+/// (its `required` scopes are what the calls need; its `request`, what is
+/// still missing, is what the authorization request asks for).
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PlanInput {
+    /// The minimal antichain covering every call (the need).
+    pub required: Vec<String>,
+    /// What to request (`required` minus what is already granted);
+    /// `required` when absent.
+    #[serde(default)]
+    pub request: Option<Vec<String>>,
+    /// `exact` or `bounded` (informative).
+    #[serde(default)]
+    pub strategy: Option<String>,
+    /// Per-call choices (informative).
+    #[serde(default)]
+    #[schema(value_type = Option<Vec<Object>>)]
+    pub calls: Option<Vec<Value>>,
+    /// The challenge string (informative).
+    #[serde(default)]
+    pub www_authenticate: Option<String>,
+    /// `_meta` (informative).
+    #[serde(default, rename = "_meta")]
+    #[schema(value_type = Option<Object>)]
+    pub meta: Option<Value>,
+}
+
+/// Body of `POST .../grants`: a `plan` or plain `scopes`, not both.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(example = json!({
+    "provider": "github",
+    "scopes": ["repo", "read:org"],
+    "redirect_uri": "https://app.example.com/oauth/callback",
+    "resource": "https://notes.example.com/mcp"
+}))]
+pub struct NewGrantBody {
+    /// Provider profile name.
+    pub provider: String,
+    /// The plan to implement.
+    #[serde(default)]
+    pub plan: Option<PlanInput>,
+    /// Scopes to request (they are also the need).
+    #[serde(default)]
+    pub scopes: Option<Vec<String>>,
+    /// One of the provider's `redirect_uris`, exactly.
+    pub redirect_uri: String,
+    /// The RFC 8707 resource: a URI the provider's `resources` lists, or
+    /// the server name it lists it under.
+    #[serde(default)]
+    pub resource: Option<String>,
+}
+
+/// A new grant.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct NewGrantView {
+    /// Grant id.
+    pub id: String,
+    /// Send the user here.
+    pub authorization_url: String,
+    /// Requested scopes.
+    pub requested: Vec<String>,
+    /// Needed scopes.
+    pub needed: Vec<String>,
+    /// RFC 8707 resource requested.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resource: Option<String>,
+    /// When the `state` in the URL stops being accepted.
+    #[schema(value_type = String, format = DateTime)]
+    pub state_expires_at: Timestamp,
+}
+
+/// Body of `POST .../grants/{id}/exchange`: what the redirect brought back.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(example = json!({"code": "SplxlOBeZQQYbYS6WxSbIA", "state": "the state from the redirect"}))]
+pub struct ExchangeBody {
+    /// The authorization code.
+    pub code: String,
+    /// The `state` the redirect carried.
+    pub state: String,
+}
+
+/// Path of a grant.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Path)]
+pub struct GrantPath {
+    /// Tenant id.
+    pub tenant: String,
+    /// Grant id.
+    pub grant: String,
+}
+
+/// A page of the grant ledger.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct GrantPage {
+    /// Grants, oldest first.
+    pub items: Vec<GrantView>,
+    /// Pass as `cursor` for the next page; absent on the last page.
+    pub next_cursor: Option<String>,
+}
+
+fn provider_not_ready(what: &str) -> ApiError {
+    ApiError::new(
+        StatusCode::CONFLICT,
+        "provider_not_ready",
+        "Provider cannot grant",
+    )
+    .detail(format!(
+        "the provider profile has no {what}; complete it first"
+    ))
+}
+
+/// The client configuration of `row` for `redirect_uri`.
+fn client_config<'a>(
+    st: &ScopeState,
+    tenant: &signet_core::ids::TenantId,
+    row: &'a ProviderRow,
+    redirect_uri: &'a str,
+) -> Result<ClientConfig<'a>, ApiError> {
+    let p = &row.profile;
+    let client_id = p
+        .client_id
+        .as_deref()
+        .ok_or_else(|| provider_not_ready("client_id"))?;
+    let (Some(auth), Some(token)) = (&p.authorization_endpoint, &p.token_endpoint) else {
+        return Err(provider_not_ready("endpoints"));
+    };
+    // The policy may have tightened since the profile was written.
+    for u in [auth, token] {
+        (st.url_policy)(u).map_err(|e| {
+            ApiError::new(
+                StatusCode::CONFLICT,
+                "provider_url_refused",
+                "Provider URL refused",
+            )
+            .detail(e)
+        })?;
+    }
+    let client_secret = match &row.client_secret_sealed {
+        None => None,
+        Some(sealed) => {
+            let plain = st
+                .sealer
+                .open(tenant, &secret_context(&row.name), sealed)
+                .map_err(|e| {
+                    tracing::error!(error = %e, provider = %row.name, "a sealed client secret does not open");
+                    ApiError::internal()
+                })?;
+            Some(String::from_utf8(plain).map_err(|_| ApiError::internal())?)
+        }
+    };
+    Ok(ClientConfig {
+        client_id,
+        client_secret,
+        authorization_endpoint: auth,
+        token_endpoint: token,
+        redirect_uri,
+    })
+}
+
+/// Start a grant (role `client` or `admin`): returns the authorization URL
+/// to send the user to.
+///
+/// The URL carries PKCE S256 (RFC 7636: the verifier comes from 32 random
+/// bytes and stays sealed in Signet), a single-use `state` of 256 bits
+/// (only its hash is stored; it expires), the scopes and the RFC 8707
+/// `resource` (the MCP authorization spec asks for it in both the
+/// authorization and the token request).
+#[utoipa::path(
+    post,
+    path = "/v1/tenants/{tenant}/grants",
+    tag = "scope",
+    operation_id = "create_grant",
+    params(("tenant" = String, Path, description = "Tenant id")),
+    request_body = NewGrantBody,
+    security(("bearer" = [])),
+    responses(
+        (status = 201, description = "The grant and its authorization URL", body = NewGrantView),
+        (status = 400, description = "Malformed JSON", body = ProblemBody, content_type = "application/problem+json"),
+        (status = 401, description = "Missing or invalid token", body = ProblemBody, content_type = "application/problem+json"),
+        (status = 403, description = "Role missing", body = ProblemBody, content_type = "application/problem+json"),
+        (status = 404, description = "No such tenant", body = ProblemBody, content_type = "application/problem+json"),
+        (status = 409, description = "The provider cannot grant (no client or endpoints)", body = ProblemBody, content_type = "application/problem+json"),
+        (status = 413, description = "Body too large", body = ProblemBody, content_type = "application/problem+json"),
+        (status = 422, description = "Invalid body: unknown provider, unregistered redirect URI, unknown resource, bad scopes", body = ProblemBody, content_type = "application/problem+json"),
+    )
+)]
+pub async fn create_grant(
+    State(st): State<ScopeState>,
+    scope: TenantScope,
+    StrictJson(body): StrictJson<NewGrantBody>,
+) -> Result<Response, ApiError> {
+    scope.require_any(&[Role::Client, Role::Admin])?;
+    let mut errors = Vec::new();
+    if !is_provider_name(&body.provider) {
+        errors.push(field(
+            "/provider",
+            "invalid_provider_name",
+            "not a provider name",
+        ));
+    }
+    let (requested, needed) = match (&body.plan, &body.scopes) {
+        (Some(_), Some(_)) | (None, None) => {
+            errors.push(field(
+                "",
+                "plan_or_scopes",
+                "give either `plan` or `scopes`",
+            ));
+            (Vec::new(), Vec::new())
+        }
+        (Some(plan), None) => {
+            check_scopes("/plan/required", &plan.required, &mut errors);
+            let request = plan
+                .request
+                .clone()
+                .unwrap_or_else(|| plan.required.clone());
+            if let Some(r) = &plan.request {
+                check_scopes("/plan/request", r, &mut errors);
+            }
+            (normalise(&request), normalise(&plan.required))
+        }
+        (None, Some(scopes)) => {
+            check_scopes("/scopes", scopes, &mut errors);
+            (normalise(scopes), normalise(scopes))
+        }
+    };
+    if errors.is_empty() && requested.is_empty() {
+        errors.push(field(
+            if body.plan.is_some() {
+                "/plan/request"
+            } else {
+                "/scopes"
+            },
+            "nothing_to_request",
+            "no scope to request: what the calls need is already granted",
+        ));
+    }
+    if requested.len() > 100 {
+        errors.push(field("", "too_many", "at most 100 scopes"));
+    }
+    if !errors.is_empty() {
+        return Err(ApiError::validation(errors));
+    }
+    let tenant = scope.tenant();
+    let row = st
+        .store
+        .provider(tenant, &body.provider)
+        .await
+        .map_err(store_error)?
+        .ok_or_else(|| {
+            ApiError::validation(vec![field(
+                "/provider",
+                "unknown_provider",
+                "no provider profile of this name",
+            )])
+        })?;
+    if !row
+        .profile
+        .redirect_uris
+        .iter()
+        .any(|r| r == &body.redirect_uri)
+    {
+        return Err(ApiError::validation(vec![field(
+            "/redirect_uri",
+            "redirect_uri_not_registered",
+            "not one of the provider's redirect_uris (compared exactly)",
+        )]));
+    }
+    let resource = match &body.resource {
+        None => None,
+        Some(r) => match row.profile.resources.get(r) {
+            Some(uri) => Some(uri.clone()),
+            None if row.profile.resources.values().any(|u| u == r) => Some(r.clone()),
+            None => {
+                return Err(ApiError::validation(vec![field(
+                    "/resource",
+                    "unknown_resource",
+                    "not a resource (or server name) the provider's `resources` lists",
+                )]));
+            }
+        },
+    };
+    let client = client_config(&st, tenant, &row, &body.redirect_uri)?;
+    let at = now();
+    let id = new_grant_id(at);
+    let state = oauth::new_state().map_err(|e| {
+        tracing::error!(error = %e, "no randomness for a state");
+        ApiError::internal()
+    })?;
+    let (challenge, verifier) = oauth::new_pkce();
+    let url = oauth::authorization_url(&client, &state, challenge, &requested, resource.as_deref())
+        .map_err(|e| {
+            tracing::error!(error = %e, provider = %row.name, "building an authorization URL failed");
+            ApiError::internal()
+        })?;
+    let verifier_sealed = st
+        .sealer
+        .seal(tenant, &format!("grant:{id}"), verifier.secret().as_bytes())
+        .map_err(|e| {
+            tracing::error!(error = %e, "sealing a PKCE verifier failed");
+            ApiError::internal()
+        })?;
+    let expires_at = Timestamp::from_millis(at.millis() + st.config.state_ttl.as_millis() as i64);
+    let grant = GrantRow {
+        id: id.clone(),
+        provider: row.name.clone(),
+        principal: scope.actor().to_owned(),
+        issuer: scope.principal().issuer.clone(),
+        redirect_uri: body.redirect_uri.clone(),
+        resource: resource.clone(),
+        requested: requested.clone(),
+        needed: needed.clone(),
+        granted: None,
+        status: GrantStatus::Pending,
+        error: None,
+        created_at: at,
+        exchanged_at: None,
+    };
+    let state_row = StateRow {
+        grant_id: id.clone(),
+        state_hash: oauth::state_hash(&state),
+        verifier_sealed,
+        expires_at,
+    };
+    let audit = AuditNote::new(
+        "grant.created",
+        scope.actor(),
+        at,
+        json!({"grant": id, "provider": row.name, "requested": requested,
+               "needed": needed, "resource": resource}),
+    );
+    st.store
+        .insert_grant(tenant, &grant, &state_row, &audit)
+        .await
+        .map_err(store_error)?;
+    let location = HeaderValue::from_str(&format!("/v1/tenants/{tenant}/grants/{id}"))
+        .unwrap_or_else(|_| HeaderValue::from_static("/"));
+    Ok((
+        StatusCode::CREATED,
+        [
+            (header::LOCATION, location),
+            (header::CACHE_CONTROL, HeaderValue::from_static("no-store")),
+        ],
+        Json(NewGrantView {
+            id,
+            authorization_url: url,
+            requested,
+            needed,
+            resource,
+            state_expires_at: expires_at,
+        }),
+    )
+        .into_response())
+}
+
+fn invalid_state() -> ApiError {
+    ApiError::new(StatusCode::BAD_REQUEST, "invalid_state", "Invalid state")
+        .detail("this state is unknown, belongs to another grant, or was already used; nothing was exchanged")
+}
+
+/// Exchange the code of a grant (role `client` or `admin`; only the caller
+/// who started it).
+///
+/// The `state` is checked and consumed first (at most once, even under
+/// concurrent requests): a replayed or expired one is `400` and nothing is
+/// exchanged. The token response is passed through this once (never
+/// stored, `Cache-Control: no-store`); the ledger records the requested,
+/// granted (the response's `scope`, or the request when it has none, RFC
+/// 6749 §5.1) and needed scopes. The token request follows no redirect.
+#[utoipa::path(
+    post,
+    path = "/v1/tenants/{tenant}/grants/{grant}/exchange",
+    tag = "scope",
+    operation_id = "exchange_grant",
+    params(GrantPath),
+    request_body = ExchangeBody,
+    security(("bearer" = [])),
+    responses(
+        (status = 200, description = "The token response, once", content_type = "application/json", body = Object),
+        (status = 400, description = "Malformed JSON; a replayed, unknown or expired state (`invalid_state`, `state_expired`); the provider refused the code (`exchange_refused`)", body = ProblemBody, content_type = "application/problem+json"),
+        (status = 401, description = "Missing or invalid token", body = ProblemBody, content_type = "application/problem+json"),
+        (status = 403, description = "Role missing", body = ProblemBody, content_type = "application/problem+json"),
+        (status = 404, description = "No such grant for this caller", body = ProblemBody, content_type = "application/problem+json"),
+        (status = 422, description = "Invalid body", body = ProblemBody, content_type = "application/problem+json"),
+        (status = 502, description = "The token endpoint failed, redirected or answered nonsense", body = ProblemBody, content_type = "application/problem+json"),
+    )
+)]
+pub async fn exchange_grant(
+    State(st): State<ScopeState>,
+    scope: TenantScope,
+    Path(p): Path<GrantPath>,
+    StrictJson(body): StrictJson<ExchangeBody>,
+) -> Result<Response, ApiError> {
+    scope.require_any(&[Role::Client, Role::Admin])?;
+    if !is_grant_id(&p.grant) {
+        return Err(grant_not_found());
+    }
+    let mut errors = Vec::new();
+    if body.code.is_empty() || body.code.len() > 4096 {
+        errors.push(field("/code", "invalid_code", "1 to 4,096 characters"));
+    }
+    if body.state.is_empty() || body.state.len() > 512 {
+        errors.push(field("/state", "invalid_state", "1 to 512 characters"));
+    }
+    if !errors.is_empty() {
+        return Err(ApiError::validation(errors));
+    }
+    let tenant = scope.tenant();
+    let grant = st
+        .store
+        .grant(tenant, &p.grant)
+        .await
+        .map_err(store_error)?
+        .ok_or_else(grant_not_found)?;
+    let pr = scope.principal();
+    if grant.issuer != pr.issuer || grant.principal != pr.sub {
+        return Err(grant_not_found());
+    }
+    let taken = st
+        .store
+        .take_state(tenant, &p.grant, &oauth::state_hash(&body.state))
+        .await
+        .map_err(store_error)?
+        .ok_or_else(invalid_state)?;
+    let at = now();
+    let finish = |status: GrantStatus, granted: Option<Vec<String>>, error: Option<String>| {
+        let kind = if status == GrantStatus::Exchanged {
+            "grant.exchanged"
+        } else {
+            "grant.failed"
+        };
+        (
+            GrantOutcome {
+                status,
+                granted: granted.clone(),
+                error: error.clone(),
+                at,
+            },
+            AuditNote::new(
+                kind,
+                scope.actor(),
+                at,
+                json!({"grant": grant.id, "provider": grant.provider, "granted": granted, "error": error}),
+            ),
+        )
+    };
+    if at >= taken.expires_at {
+        let (o, a) = finish(GrantStatus::Failed, None, Some("state_expired".into()));
+        st.store
+            .finish_grant(tenant, &grant.id, &o, &a)
+            .await
+            .map_err(store_error)?;
+        return Err(
+            ApiError::new(StatusCode::BAD_REQUEST, "state_expired", "State expired").detail(
+                "the state of this grant expired; nothing was exchanged; start a new grant",
+            ),
+        );
+    }
+    let verifier = st
+        .sealer
+        .open(
+            tenant,
+            &format!("grant:{}", grant.id),
+            &taken.verifier_sealed,
+        )
+        .ok()
+        .and_then(|v| String::from_utf8(v).ok())
+        .ok_or_else(|| {
+            tracing::error!(grant = %grant.id, "a sealed PKCE verifier does not open");
+            ApiError::internal()
+        })?;
+    let row = st
+        .store
+        .provider(tenant, &grant.provider)
+        .await
+        .map_err(store_error)?
+        .ok_or_else(|| provider_not_ready("profile (it was removed)"))?;
+    let client = client_config(&st, tenant, &row, &grant.redirect_uri)?;
+    let result = oauth::exchange(
+        &st.http,
+        st.config.max_response_bytes,
+        &client,
+        &body.code,
+        verifier,
+        grant.resource.as_deref(),
+    )
+    .await;
+    match result {
+        Ok(token) => {
+            let granted = oauth::granted_scopes(&token, &grant.requested);
+            let (o, a) = finish(GrantStatus::Exchanged, Some(granted), None);
+            st.store
+                .finish_grant(tenant, &grant.id, &o, &a)
+                .await
+                .map_err(store_error)?;
+            Ok((
+                [
+                    (header::CACHE_CONTROL, HeaderValue::from_static("no-store")),
+                    (header::PRAGMA, HeaderValue::from_static("no-cache")),
+                ],
+                Json(oauth::token_json(&token)),
+            )
+                .into_response())
+        }
+        Err(e) => {
+            let (code, err) = match &e {
+                ExchangeError::Refused { code, description } => {
+                    let mut err = ApiError::new(
+                        StatusCode::BAD_REQUEST,
+                        "exchange_refused",
+                        "The authorization server refused the code",
+                    )
+                    .detail(format!("the token endpoint answered error={code}"))
+                    .with("provider_error", code.clone());
+                    if let Some(d) = description {
+                        err = err.with("provider_error_description", d.clone());
+                    }
+                    (code.clone(), err)
+                }
+                ExchangeError::Http(h) => {
+                    let code = match h {
+                        oauth::HttpError::Redirect(_) => "token_endpoint_redirect",
+                        _ => "token_endpoint_unreachable",
+                    };
+                    (
+                        code.to_owned(),
+                        ApiError::new(StatusCode::BAD_GATEWAY, code, "Token endpoint failed")
+                            .detail(format!("the token endpoint {h}")),
+                    )
+                }
+                ExchangeError::Invalid(m) => (
+                    "invalid_token_response".to_owned(),
+                    ApiError::new(
+                        StatusCode::BAD_GATEWAY,
+                        "invalid_token_response",
+                        "Token endpoint failed",
+                    )
+                    .detail(format!(
+                        "the token endpoint's answer is not a token response: {m}"
+                    )),
+                ),
+                ExchangeError::Config(m) => {
+                    tracing::error!(error = %m, "an OAuth client does not configure");
+                    ("client_config".to_owned(), ApiError::internal())
+                }
+            };
+            tracing::warn!(grant = %grant.id, provider = %grant.provider, error = %code, "code exchange failed");
+            let (o, a) = finish(GrantStatus::Failed, None, Some(code));
+            st.store
+                .finish_grant(tenant, &grant.id, &o, &a)
+                .await
+                .map_err(store_error)?;
+            Err(err)
+        }
+    }
+}
+
+/// Read the grant ledger (roles `admin`, `reviewer`), oldest first: each
+/// grant's requested, granted and needed scopes, flagged
+/// `over_privileged` when what was granted confers more than the need
+/// (under the provider's hierarchy), with the `unneeded` scopes.
+#[utoipa::path(
+    get,
+    path = "/v1/tenants/{tenant}/grants",
+    tag = "scope",
+    operation_id = "list_grants",
+    params(("tenant" = String, Path, description = "Tenant id"), PageQuery),
+    security(("bearer" = [])),
+    responses(
+        (status = 200, description = "A page of the ledger", body = GrantPage),
+        (status = 401, description = "Missing or invalid token", body = ProblemBody, content_type = "application/problem+json"),
+        (status = 403, description = "Role missing", body = ProblemBody, content_type = "application/problem+json"),
+        (status = 404, description = "No such tenant", body = ProblemBody, content_type = "application/problem+json"),
+        (status = 422, description = "Bad query", body = ProblemBody, content_type = "application/problem+json"),
+    )
+)]
+pub async fn list_grants(
+    State(st): State<ScopeState>,
+    scope: TenantScope,
+    Query(q): Query<PageQuery>,
+) -> Result<Json<GrantPage>, ApiError> {
+    scope.require_any(&[Role::Admin, Role::Reviewer])?;
+    let limit = q.limit()?;
+    let after = q.cursor_as(|k| is_grant_id(k).then(|| k.to_owned()))?;
+    let tenant = scope.tenant();
+    let mut rows = st
+        .store
+        .grants(tenant, after.as_deref(), limit + 1)
+        .await
+        .map_err(store_error)?;
+    let next_cursor = finish_page(&mut rows, limit, |r| r.id.clone());
+    let mut hierarchies: BTreeMap<String, Hierarchy> = BTreeMap::new();
+    let mut items = Vec::with_capacity(rows.len());
+    for r in &rows {
+        if !hierarchies.contains_key(&r.provider) {
+            let h = st
+                .store
+                .provider(tenant, &r.provider)
+                .await
+                .map_err(store_error)?
+                .and_then(|p| p.profile.hierarchy().ok())
+                .unwrap_or_else(Hierarchy::flat);
+            hierarchies.insert(r.provider.clone(), h);
+        }
+        items.push(GrantView::new(r, &hierarchies[&r.provider]));
+    }
+    Ok(Json(GrantPage { items, next_cursor }))
+}

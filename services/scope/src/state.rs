@@ -1,0 +1,129 @@
+//! What the scope service's handlers share, and the traits through which it
+//! reaches what the server owns.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde_json::Value;
+use signet_core::ids::{TenantId, Timestamp};
+use signet_http::problem::ApiError;
+
+use crate::providers::Providers;
+use crate::store::ScopeStore;
+
+/// The tools of one published version.
+#[derive(Debug, Clone)]
+pub struct VersionTools {
+    /// Canonical server name.
+    pub server: String,
+    /// Exact version (`latest` resolved).
+    pub version: String,
+    /// The signature's tool objects as published (with `securitySchemes`
+    /// and `_meta`).
+    pub tools: Arc<Vec<Value>>,
+}
+
+/// Published signatures, as the scope service reads them from the
+/// registry. Errors are already problem+json (`server_not_found`,
+/// `version_not_found`, `no_trusted_version`).
+#[async_trait]
+pub trait Signatures: Send + Sync + 'static {
+    /// The tools of `server` (any spelling) at `version` (exact or
+    /// `latest`).
+    async fn tools(
+        &self,
+        tenant: &TenantId,
+        server: &str,
+        version: &str,
+    ) -> Result<VersionTools, ApiError>;
+}
+
+/// Seals secrets at rest with the server's key (AES-256-GCM), bound to the
+/// tenant and a context within it, so a sealed value copied to another row
+/// does not open.
+pub trait Sealer: Send + Sync + 'static {
+    /// Seals `plain` for `tenant` and `context`.
+    fn seal(&self, tenant: &TenantId, context: &str, plain: &[u8]) -> Result<String, String>;
+    /// Opens what [`Sealer::seal`] produced for the same tenant and context.
+    fn open(&self, tenant: &TenantId, context: &str, sealed: &str) -> Result<Vec<u8>, String>;
+}
+
+/// Which URLs Signet agrees to contact for a provider (discovery, the token
+/// endpoint): the server's SSRF policy (`https://`, plain `http://` only to
+/// loopback, never credentials in the URL).
+pub type UrlPolicy = Arc<dyn Fn(&str) -> Result<url::Url, String> + Send + Sync>;
+
+/// Limits of the scope service.
+#[derive(Debug, Clone)]
+pub struct ScopeConfig {
+    /// How long a grant's `state` is accepted.
+    pub state_ttl: Duration,
+    /// Timeout of one request to an authorization server.
+    pub http_timeout: Duration,
+    /// Largest metadata or token response read.
+    pub max_response_bytes: usize,
+}
+
+impl Default for ScopeConfig {
+    fn default() -> Self {
+        ScopeConfig {
+            state_ttl: Duration::from_secs(600),
+            http_timeout: Duration::from_secs(10),
+            max_response_bytes: 256 * 1024,
+        }
+    }
+}
+
+/// What the scope routes need.
+#[derive(Clone)]
+pub struct ScopeState {
+    /// Published signatures.
+    pub signatures: Arc<dyn Signatures>,
+    /// Provider profiles as the planner reads them (over `store`).
+    pub providers: Arc<dyn Providers>,
+    /// Providers, grants, states.
+    pub store: Arc<dyn ScopeStore>,
+    /// Seals client secrets and PKCE verifiers.
+    pub sealer: Arc<dyn Sealer>,
+    /// The SSRF policy for provider URLs.
+    pub url_policy: UrlPolicy,
+    /// The HTTP client towards authorization servers (it follows no
+    /// redirect).
+    pub http: reqwest::Client,
+    /// Limits.
+    pub config: Arc<ScopeConfig>,
+}
+
+impl ScopeState {
+    /// A state over `store` and `sealer`, with the HTTP client built here.
+    pub fn new(
+        signatures: Arc<dyn Signatures>,
+        providers: Arc<dyn Providers>,
+        store: Arc<dyn ScopeStore>,
+        sealer: Arc<dyn Sealer>,
+        url_policy: UrlPolicy,
+        config: ScopeConfig,
+    ) -> Result<Self, String> {
+        let http = crate::oauth::http_client(&config)?;
+        Ok(ScopeState {
+            signatures,
+            providers,
+            store,
+            sealer,
+            url_policy,
+            http,
+            config: Arc::new(config),
+        })
+    }
+}
+
+/// Now, in milliseconds since the epoch.
+pub fn now() -> Timestamp {
+    Timestamp::from_millis(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_millis() as i64)
+            .unwrap_or(0),
+    )
+}

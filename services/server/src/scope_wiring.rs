@@ -1,0 +1,160 @@
+//! Wiring of the scope service: published tools over the registry,
+//! provider profiles over the scope store (a preset's name with no stored
+//! profile serves the bare preset), secret sealing over the server's
+//! keyring (the same AES-256-GCM key, bound to tenant and provider or
+//! grant), and the SSRF policy of `url_policy` for provider URLs.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use axum::http::StatusCode;
+use serde_json::Value;
+use signet_core::ids::TenantId;
+use signet_core::scope::Preset;
+use signet_http::problem::ApiError;
+use signet_registry::RegistryState;
+use signet_registry::keys::Keyring;
+use signet_scope::{
+    ProviderView, Providers, ScopeConfig, ScopeState, ScopeStore, Signatures, VersionTools,
+};
+
+use crate::resolve_wiring::KeyringSealer;
+use crate::store::Store;
+
+/// The scope service's view of the registry.
+pub struct RegistryTools(pub RegistryState);
+
+#[async_trait]
+impl Signatures for RegistryTools {
+    async fn tools(
+        &self,
+        tenant: &TenantId,
+        server: &str,
+        version: &str,
+    ) -> Result<VersionTools, ApiError> {
+        let key = signet_registry::error::server_key(server)?;
+        let key = key.canonical().to_owned();
+        let exact =
+            signet_registry::service::resolve_version(&self.0, tenant, &key, version).await?;
+        let stored = signet_registry::service::load(&self.0, tenant, &key, &exact).await?;
+        let mut doc: Value = serde_json::from_str(&stored.document).map_err(|e| {
+            tracing::error!(error = %e, "stored document is not JSON");
+            ApiError::internal()
+        })?;
+        let tools = match doc
+            .get_mut("signature")
+            .and_then(|s| s.get_mut("tools"))
+            .map(Value::take)
+        {
+            Some(Value::Array(a)) => a,
+            _ => Vec::new(),
+        };
+        Ok(VersionTools {
+            server: key,
+            version: exact,
+            tools: Arc::new(tools),
+        })
+    }
+}
+
+/// Provider profiles as the planner reads them: the stored profile (its
+/// preset extended by its own hierarchy), or, for a preset's name with no
+/// stored profile, the bare preset.
+pub struct StoreProviders(pub Arc<dyn ScopeStore>);
+
+fn provider_not_found() -> ApiError {
+    ApiError::new(
+        StatusCode::NOT_FOUND,
+        "provider_not_found",
+        "Provider not found",
+    )
+    .detail("no such provider profile in this tenant")
+}
+
+#[async_trait]
+impl Providers for StoreProviders {
+    async fn provider(&self, tenant: &TenantId, name: &str) -> Result<ProviderView, ApiError> {
+        if !signet_scope::model::is_provider_name(name) {
+            return Err(provider_not_found());
+        }
+        let row = self
+            .0
+            .provider(tenant, name)
+            .await
+            .map_err(signet_scope::error::store_error)?;
+        match row {
+            Some(row) => {
+                let hierarchy = row.profile.hierarchy().map_err(|e| {
+                    tracing::error!(error = %e, provider = name, "a stored hierarchy does not build");
+                    ApiError::internal()
+                })?;
+                Ok(ProviderView {
+                    name: row.name,
+                    hierarchy: Arc::new(hierarchy),
+                    default_scopes: row.profile.default_scopes,
+                    resources: row.profile.resources,
+                })
+            }
+            None => {
+                let preset = Preset::from_name(name).ok_or_else(provider_not_found)?;
+                Ok(ProviderView {
+                    name: name.to_owned(),
+                    hierarchy: Arc::new(preset.hierarchy()),
+                    default_scopes: Vec::new(),
+                    resources: BTreeMap::new(),
+                })
+            }
+        }
+    }
+
+    async fn providers_for_server(
+        &self,
+        tenant: &TenantId,
+        server: &str,
+    ) -> Result<Vec<String>, ApiError> {
+        let rows = self
+            .0
+            .providers(tenant, 1000)
+            .await
+            .map_err(signet_scope::error::store_error)?;
+        Ok(rows
+            .into_iter()
+            .filter(|r| r.profile.resources.contains_key(server))
+            .map(|r| r.name)
+            .collect())
+    }
+}
+
+impl signet_scope::Sealer for KeyringSealer {
+    fn seal(&self, tenant: &TenantId, context: &str, plain: &[u8]) -> Result<String, String> {
+        self.0
+            .seal_bound(tenant, context, plain)
+            .map_err(|e| e.to_string())
+    }
+
+    fn open(&self, tenant: &TenantId, context: &str, sealed: &str) -> Result<Vec<u8>, String> {
+        self.0
+            .open_bound(tenant, context, sealed)
+            .map_err(|e| e.to_string())
+    }
+}
+
+/// The scope service's state over `store` and the registry, sealing with
+/// `keyring`.
+pub fn scope_state(
+    store: &Store,
+    registry: &RegistryState,
+    keyring: Arc<Keyring>,
+) -> anyhow::Result<ScopeState> {
+    let scope = store.scope();
+    ScopeState::new(
+        Arc::new(RegistryTools(registry.clone())),
+        Arc::new(StoreProviders(scope.clone())),
+        scope,
+        Arc::new(KeyringSealer(keyring)),
+        Arc::new(|raw: &str| crate::url_policy::trusted_fetch_url(raw)),
+        ScopeConfig::default(),
+    )
+    .map_err(anyhow::Error::msg)
+}
