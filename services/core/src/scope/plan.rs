@@ -816,15 +816,23 @@ impl Search<'_> {
         if here + forced_new + widest >= self.best {
             return true;
         }
-        // Cheapest options first (ties in rank order).
-        let mut order: Vec<(u32, usize)> = options[pick]
-            .iter()
-            .enumerate()
-            .map(|(i, o)| (count_new(o, cur), i))
-            .collect();
+        // Cheapest options first (ties in rank order); no allocation for
+        // up to 16 options.
+        let opts = &options[pick];
+        let mut small = [(0u32, 0usize); 16];
+        let mut heap = Vec::new();
+        let order: &mut [(u32, usize)] = if opts.len() <= small.len() {
+            &mut small[..opts.len()]
+        } else {
+            heap.resize(opts.len(), (0, 0));
+            &mut heap
+        };
+        for (slot, (i, o)) in order.iter_mut().zip(opts.iter().enumerate()) {
+            *slot = (count_new(o, cur), i);
+        }
         order.sort_unstable();
         self.done[pick] = true;
-        for (_, i) in order {
+        for &(_, i) in order.iter() {
             let (lo, hi) = self.stack.split_at_mut((depth + 1) * w);
             for ((x, c), o) in hi[..w]
                 .iter_mut()
