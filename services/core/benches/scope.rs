@@ -103,7 +103,10 @@ fn bench_plan(
         .collect();
     let p = plan(h, &[], granted, &pc).unwrap();
     assert_eq!(p.strategy, Strategy::Exact);
-    eprintln!("{name}: request {:?}, privilege {}", p.request, p.privilege);
+    eprintln!(
+        "{name}: request {:?}, privilege {}, search nodes {}",
+        p.request, p.privilege, p.nodes
+    );
     c.bench_function(name, |b| {
         b.iter(|| plan(black_box(h), &[], black_box(granted), black_box(&pc)).unwrap())
     });

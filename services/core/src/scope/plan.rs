@@ -31,26 +31,28 @@
 //!
 //! Each call ranks its alternatives: `noauth` first, then by how many
 //! scopes the alternative adds beyond the grant's closure, then by its
-//! index in `securitySchemes`. Among the choices of least privilege the
-//! plan takes the one that is first when comparing calls in the order given
-//! by that rank. So a call never pays for privilege it does not need, and
-//! equal inputs always give equal plans.
+//! index in `securitySchemes`. Once a least-privilege plan is found, every
+//! call takes its best-ranked alternative that lies inside that plan's
+//! closure (which cannot add privilege). So a call never pays for privilege
+//! it does not need, and, the search order being fixed by the input, equal
+//! inputs always give equal plans.
 //!
 //! # Strategy
 //!
 //! The search is exact branch-and-bound: alternatives dominated within
 //! their call (their added closure contains another's) are dropped, calls
-//! with one alternative left are fixed, identical calls are searched once;
-//! the rest is searched depth-first, pruned by a lower bound (current
-//! privilege plus the largest, over the calls still open, of the smallest
-//! increase each must add). A greedy plan (each call in order takes its
+//! with one alternative left are fixed, identical calls are searched once.
+//! The rest is searched depth-first: a call with an option that adds
+//! nothing takes it without branching; otherwise the search branches on
+//! the open call whose cheapest option must add the most, cheapest options
+//! first, and prunes by a lower bound — the current closure, plus the
+//! scopes every option of some open call adds, plus the most any one open
+//! call must add beyond both. A greedy plan (each call in order takes its
 //! cheapest alternative given the choices so far, then single-call changes
 //! that lower privilege until none does) is the first incumbent. The
 //! search visits at most [`EXACT_NODE_BUDGET`] nodes; when it finishes
 //! inside that bound the plan is `exact` (least privilege proven), otherwise
 //! it is `bounded`: the best plan found, at least as good as the greedy one.
-
-use std::collections::BTreeSet;
 
 use serde::Serialize;
 
@@ -142,6 +144,9 @@ pub struct Plan {
     /// missing.
     #[serde(skip)]
     pub challenge: Vec<String>,
+    /// Nodes the exact search visited (for benches and reports).
+    #[serde(skip)]
+    pub nodes: u64,
 }
 
 impl Plan {
@@ -252,6 +257,9 @@ struct Universe<'a> {
     known: Vec<u32>,
     unknown: Vec<(&'a str, u32)>,
     len: u32,
+    /// Per bit: its scope and its hierarchy id (`NONE` when unknown).
+    names: Vec<&'a str>,
+    ids: Vec<u32>,
 }
 
 const NONE: u32 = u32::MAX;
@@ -263,7 +271,42 @@ impl<'a> Universe<'a> {
             known: vec![NONE; h.len()],
             unknown: Vec::new(),
             len: 0,
+            names: Vec::new(),
+            ids: Vec::new(),
         }
+    }
+
+    /// Sets, in `bits`, every scope `bit`'s scope strictly covers.
+    fn strict_into(&self, bit: u32, bits: &mut [u64]) {
+        let id = self.ids[bit as usize];
+        if id != NONE {
+            for &b in self.h.below_ids(id) {
+                set(bits, self.known[b as usize]);
+            }
+        }
+    }
+
+    /// The bit of an interned scope.
+    fn bit_of(&self, scope: &str) -> u32 {
+        match self.h.id(scope) {
+            Some(id) => self.known[id as usize],
+            None => self
+                .unknown
+                .iter()
+                .find(|(s, _)| *s == scope)
+                .map(|&(_, b)| b)
+                .unwrap_or(NONE),
+        }
+    }
+
+    /// The scopes of the bits set in `bits`, sorted.
+    fn names_of(&self, bits: &[u64]) -> Vec<String> {
+        let mut v: Vec<String> = (0..self.len)
+            .filter(|&b| get(bits, b))
+            .map(|b| self.names[b as usize].to_owned())
+            .collect();
+        v.sort_unstable();
+        v
     }
 
     fn intern_known(&mut self, id: u32) -> u32 {
@@ -271,6 +314,8 @@ impl<'a> Universe<'a> {
         if *slot == NONE {
             *slot = self.len;
             self.len += 1;
+            self.names.push(self.h.name(id));
+            self.ids.push(id);
         }
         *slot
     }
@@ -291,6 +336,8 @@ impl<'a> Universe<'a> {
                         let b = self.len;
                         self.len += 1;
                         self.unknown.push((scope, b));
+                        self.names.push(scope);
+                        self.ids.push(NONE);
                         b
                     }
                 };
@@ -531,7 +578,7 @@ pub fn plan_with(
         .map(|&r| kept[r].iter().map(|&k| marg[r][k].as_slice()).collect())
         .collect();
 
-    let (choice, strategy) = search(w, &base, &options_of, options.node_budget);
+    let (choice, strategy, nodes) = search(w, &base, &options_of, options.node_budget);
 
     // Assemble.
     let chosen: Vec<usize> = (0..calls.len())
@@ -549,36 +596,66 @@ pub fn plan_with(
     }
     let privilege = count(&union) + count(&g_bits);
 
-    let mut chosen_scopes: BTreeSet<&str> = BTreeSet::new();
+    // The antichains, on bits: a scope drops out when another one of the
+    // set strictly covers it (no cycles, so never both).
+    let antichain = |heads: &[u64]| -> Vec<u64> {
+        let mut covered = vec![0u64; w];
+        for b in 0..uni.len {
+            if get(heads, b) {
+                uni.strict_into(b, &mut covered);
+            }
+        }
+        heads.iter().zip(&covered).map(|(h, c)| h & !c).collect()
+    };
+    let mut heads = vec![0u64; w];
     for (i, &k) in chosen.iter().enumerate() {
-        chosen_scopes.extend(call_alts[i].alts[k].scopes.iter().copied());
+        for s in &call_alts[i].alts[k].scopes {
+            set(&mut heads, uni.bit_of(s));
+        }
     }
-    let required = hierarchy.antichain(chosen_scopes.iter().copied());
-    let granted_closure = hierarchy.closure(granted.iter().map(String::as_str));
-    let request: Vec<String> = required
+    let required_bits = antichain(&heads);
+    let request_bits: Vec<u64> = required_bits
         .iter()
-        .filter(|r| !granted_closure.contains(r.as_str()))
-        .cloned()
+        .zip(&g_bits)
+        .map(|(r, g)| r & !g)
         .collect();
+    let required = uni.names_of(&required_bits);
+    let request = uni.names_of(&request_bits);
     let challenge = if request.is_empty() {
         Vec::new()
     } else {
-        let request_closure = hierarchy.closure(request.iter().map(String::as_str));
-        let still: Vec<&str> = hierarchy
-            .antichain(granted.iter().map(String::as_str))
-            .into_iter()
-            .filter(|g| {
-                required
-                    .iter()
-                    .any(|r| !request_closure.contains(r) && hierarchy.covers(g, r))
-            })
-            .map(|g| granted.iter().find(|x| **x == g).unwrap().as_str())
+        // Granted scopes still needed: those covering a required scope the
+        // request does not cover.
+        let mut request_closure = request_bits.clone();
+        for b in 0..uni.len {
+            if get(&request_bits, b) {
+                uni.strict_into(b, &mut request_closure);
+            }
+        }
+        let uncovered: Vec<u64> = required_bits
+            .iter()
+            .zip(&request_closure)
+            .map(|(r, c)| r & !c)
             .collect();
-        hierarchy
-            .antichain(request.iter().map(String::as_str).chain(still))
-            .into_iter()
-            .filter(|s| s != OFFLINE_ACCESS)
-            .collect()
+        let mut granted_heads = vec![0u64; w];
+        for g in granted {
+            set(&mut granted_heads, uni.bit_of(g));
+        }
+        let mut wanted = request_bits.clone();
+        let granted_anti = antichain(&granted_heads);
+        for b in 0..uni.len {
+            if get(&granted_anti, b) {
+                let mut c = vec![0u64; w];
+                set(&mut c, b);
+                uni.strict_into(b, &mut c);
+                if c.iter().zip(&uncovered).any(|(x, u)| x & u != 0) {
+                    set(&mut wanted, b);
+                }
+            }
+        }
+        let mut out = uni.names_of(&antichain(&wanted));
+        out.retain(|s| s != OFFLINE_ACCESS);
+        out
     };
 
     let mut call_plans = Vec::with_capacity(calls.len());
@@ -620,6 +697,7 @@ pub fn plan_with(
         request,
         privilege: privilege as usize,
         challenge,
+        nodes,
     })
 }
 
@@ -661,14 +739,16 @@ struct Search<'a> {
     budget: u64,
     nodes: u64,
     best: u32,
-    best_found_by_search: bool,
     best_choice: Vec<usize>,
     choice: Vec<usize>,
+    done: Vec<bool>,
     stack: Vec<u64>,
+    forced: Vec<u64>,
 }
 
 impl Search<'_> {
-    /// Explores calls `depth..`; `false` when the budget ran out.
+    /// Explores the open calls from `depth` (calls assigned so far);
+    /// `false` when the budget ran out.
     fn dfs(&mut self, depth: usize) -> bool {
         self.nodes += 1;
         if self.nodes > self.budget {
@@ -676,37 +756,98 @@ impl Search<'_> {
         }
         let w = self.w;
         let options = self.options;
+        let n = options.len();
         let cur = &self.stack[depth * w..(depth + 1) * w];
         let here = count(cur);
-        if depth == options.len() {
-            if here < self.best || (here == self.best && !self.best_found_by_search) {
-                self.best = here;
-                self.best_found_by_search = true;
-                self.best_choice.clone_from(&self.choice);
-            }
+        if here >= self.best {
             return true;
         }
-        // Lower bound: every open call must add at least its cheapest option.
-        let mut need = 0;
-        for opts in &options[depth..] {
-            let least = opts.iter().map(|o| count_new(o, cur)).min().unwrap_or(0);
-            need = need.max(least);
+        if depth == n {
+            self.best = here;
+            self.best_choice.clone_from(&self.choice);
+            return true;
         }
-        let lb = here + need;
-        for (k, opt) in options[depth].iter().enumerate() {
-            // The incumbent may have improved under the previous option.
-            if lb > self.best || (lb == self.best && self.best_found_by_search) {
-                return true;
+        // Bits every option of an open call adds are forced; a call with an
+        // option adding nothing takes it without branching.
+        self.forced.iter_mut().for_each(|f| *f = 0);
+        for (k, opts) in options.iter().enumerate() {
+            if self.done[k] {
+                continue;
             }
+            if let Some(free) = opts.iter().position(|o| subset(o, cur)) {
+                self.done[k] = true;
+                self.choice[k] = free;
+                let (lo, hi) = self.stack.split_at_mut((depth + 1) * w);
+                hi[..w].copy_from_slice(&lo[depth * w..]);
+                let ok = self.dfs(depth + 1);
+                self.done[k] = false;
+                return ok;
+            }
+            for i in 0..w {
+                let inter = opts.iter().fold(!0u64, |acc, o| acc & o[i] & !cur[i]);
+                self.forced[i] |= inter;
+            }
+        }
+        // Lower bound: the current closure, the forced bits, and the most any
+        // one open call must still add beyond both. Branch on that call.
+        let mut widest = 0;
+        let mut pick = usize::MAX;
+        for (k, opts) in options.iter().enumerate() {
+            if self.done[k] {
+                continue;
+            }
+            let least = opts
+                .iter()
+                .map(|o| {
+                    o.iter()
+                        .zip(cur)
+                        .zip(&self.forced)
+                        .map(|((x, c), f)| (x & !c & !f).count_ones())
+                        .sum::<u32>()
+                })
+                .min()
+                .unwrap_or(0);
+            if pick == usize::MAX || least > widest {
+                widest = least;
+                pick = k;
+            }
+        }
+        let forced_new = count_new(&self.forced, cur);
+        if here + forced_new + widest >= self.best {
+            return true;
+        }
+        // Cheapest options first (ties in rank order); no allocation for
+        // up to 16 options.
+        let opts = &options[pick];
+        let mut small = [(0u32, 0usize); 16];
+        let mut heap = Vec::new();
+        let order: &mut [(u32, usize)] = if opts.len() <= small.len() {
+            &mut small[..opts.len()]
+        } else {
+            heap.resize(opts.len(), (0, 0));
+            &mut heap
+        };
+        for (slot, (i, o)) in order.iter_mut().zip(opts.iter().enumerate()) {
+            *slot = (count_new(o, cur), i);
+        }
+        order.sort_unstable();
+        self.done[pick] = true;
+        for &(_, i) in order.iter() {
             let (lo, hi) = self.stack.split_at_mut((depth + 1) * w);
-            for ((n, c), o) in hi[..w].iter_mut().zip(&lo[depth * w..]).zip(opt.iter()) {
-                *n = c | o;
+            for ((x, c), o) in hi[..w]
+                .iter_mut()
+                .zip(&lo[depth * w..])
+                .zip(options[pick][i])
+            {
+                *x = c | o;
             }
-            self.choice[depth] = k;
+            self.choice[pick] = i;
             if !self.dfs(depth + 1) {
+                self.done[pick] = false;
                 return false;
             }
         }
+        self.done[pick] = false;
         true
     }
 }
@@ -770,11 +911,18 @@ fn greedy(w: usize, base: &[u64], options: &[Vec<&[u64]>]) -> (Vec<usize>, u32) 
     (choice, count(&total))
 }
 
-/// Chooses one option per open call: exact within `budget` nodes, else the
-/// best found.
-fn search(w: usize, base: &[u64], options: &[Vec<&[u64]>], budget: u64) -> (Vec<usize>, Strategy) {
+/// Chooses one option per open call: least privilege within `budget`
+/// nodes, else the best found; then each call takes its best-ranked option
+/// inside the plan's closure (the tie-break). Returns the choice, the
+/// strategy and the nodes visited.
+fn search(
+    w: usize,
+    base: &[u64],
+    options: &[Vec<&[u64]>],
+    budget: u64,
+) -> (Vec<usize>, Strategy, u64) {
     if options.is_empty() {
-        return (Vec::new(), Strategy::Exact);
+        return (Vec::new(), Strategy::Exact, 0);
     }
     let (g_choice, g_val) = greedy(w, base, options);
     let mut s = Search {
@@ -783,21 +931,32 @@ fn search(w: usize, base: &[u64], options: &[Vec<&[u64]>], budget: u64) -> (Vec<
         budget,
         nodes: 0,
         best: g_val,
-        best_found_by_search: false,
         best_choice: g_choice,
         choice: vec![0; options.len()],
+        done: vec![false; options.len()],
         stack: vec![0u64; (options.len() + 1) * w],
+        forced: vec![0u64; w],
     };
     s.stack[..w].copy_from_slice(base);
     let complete = s.dfs(0);
-    (
-        s.best_choice,
-        if complete {
-            Strategy::Exact
-        } else {
-            Strategy::Bounded
-        },
-    )
+    // Tie-break: within the closure the plan grants, each call takes its
+    // best-ranked option (never adds privilege: the option is inside it).
+    let mut union = base.to_vec();
+    for (k, &c) in s.best_choice.iter().enumerate() {
+        or_into(&mut union, options[k][c]);
+    }
+    let mut choice = s.best_choice;
+    for (k, opts) in options.iter().enumerate() {
+        if let Some(i) = opts.iter().position(|o| subset(o, &union)) {
+            choice[k] = i;
+        }
+    }
+    let strategy = if complete {
+        Strategy::Exact
+    } else {
+        Strategy::Bounded
+    };
+    (choice, strategy, s.nodes)
 }
 
 #[cfg(test)]
