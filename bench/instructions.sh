@@ -18,7 +18,9 @@
 #
 # Environment: SIGNET_BIN (default target/release/signet), BARE_BIN (default
 # target/release/bare), N1 (500), N2 (1500), PORT (18180), BARE_PORT (18181),
-# UPSTREAM_URL (see bench/load.sh), GATE.
+# UPSTREAM_URL (see bench/load.sh), GATE, CG_OUT (a directory: keeps the
+# callgrind dumps of every batch there, for `callgrind_annotate --inclusive=yes`;
+# build with CARGO_PROFILE_RELEASE_DEBUG=line-tables-only to see lines).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -41,6 +43,7 @@ pids=()
 cleanup() {
     for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
     wait 2>/dev/null || true
+    if [ -n "${CG_OUT:-}" ]; then mkdir -p "$CG_OUT" && cp "$data"/*.cg.* "$CG_OUT"/ 2>/dev/null || true; fi
     rm -rf "$data"
 }
 trap cleanup EXIT
@@ -48,7 +51,7 @@ trap cleanup EXIT
 # under_callgrind NAME URL CMD... → starts CMD under callgrind, waits for URL/healthz; sets VG_PID
 under_callgrind() {
     local name=$1 url=$2; shift 2
-    valgrind --tool=callgrind --callgrind-out-file="$data/$name.cg" "$@" >"$data/$name.out" 2>"$data/$name.err" &
+    valgrind --tool=callgrind --dump-instr=no --callgrind-out-file="$data/$name.cg" "$@" >"$data/$name.out" 2>"$data/$name.err" &
     VG_PID=$!
     pids+=("$VG_PID")
     for _ in $(seq 1 1200); do

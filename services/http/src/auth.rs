@@ -14,10 +14,15 @@
 //! - an unknown `kid` refetches the JWKS at most once per refetch interval
 //!   (default 60 s), so a flood of forged `kid`s cannot hammer the provider.
 //!
-//! Verified tokens are cached by their SHA-256 so a repeat costs a hash and a
-//! map lookup; the cached entry still honours `exp`.
+//! Verified tokens are cached so a repeat costs a keyed hash of the token
+//! bytes (SipHash with a per-process random key: cheap, and not steerable
+//! by a client), a map lookup and a comparison with the cached token itself
+//! (so a hash collision can only miss, never admit another token); the
+//! cached entry still honours `exp`. The cache is bounded by bytes, since it
+//! holds the tokens. Tokens are never logged.
 
 use std::collections::HashMap;
+use std::hash::BuildHasher as _;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -28,7 +33,6 @@ use base64::Engine as _;
 use jsonwebtoken::jwk::JwkSet;
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde::Deserialize;
-use sha2::{Digest, Sha256};
 use signet_core::ids::TenantId;
 use tokio::sync::Mutex;
 
@@ -246,11 +250,24 @@ struct Claims {
     roles: serde_json::Value,
 }
 
+/// A verified token and whom it names.
+struct Verified {
+    token: Box<[u8]>,
+    principal: Arc<Principal>,
+}
+
+/// Bytes the token cache may hold (tokens and their principals).
+const TOKEN_CACHE_BYTES: u64 = 64 * 1024 * 1024;
+/// What an entry weighs besides its token.
+const ENTRY_WEIGHT: u64 = 256;
+
 /// Verifies bearer tokens against the configured issuers.
 pub struct Authenticator {
     issuers: HashMap<String, Issuer>,
     leeway: u64,
-    cache: moka::sync::Cache<[u8; 32], Arc<Principal>>,
+    /// Keyed hash of the token bytes → the verified token.
+    cache: crate::hot::HotCache<Arc<Verified>>,
+    hasher: std::hash::RandomState,
     http: reqwest::Client,
 }
 
@@ -287,10 +304,8 @@ impl Authenticator {
                 })
                 .collect(),
             leeway: leeway_secs.min(MAX_LEEWAY_SECS),
-            cache: moka::sync::Cache::builder()
-                .max_capacity(100_000)
-                .time_to_live(Duration::from_secs(300))
-                .build(),
+            cache: crate::hot::HotCache::new(TOKEN_CACHE_BYTES, Duration::from_secs(300)),
+            hasher: std::hash::RandomState::new(),
             http,
         }
     }
@@ -314,28 +329,66 @@ impl Authenticator {
         if value.len() > MAX_AUTHORIZATION_BYTES {
             return Err(AuthError::Invalid("authorization header too large".into()));
         }
-        let text = value
-            .to_str()
-            .map_err(|_| AuthError::Invalid("authorization header is not ASCII".into()))?;
-        let (scheme, token) = text.split_once(' ').unwrap_or((text, ""));
-        if !scheme.eq_ignore_ascii_case("bearer") {
+        // Bytes first: a cached token is found without checking the header
+        // character by character (a cached token was checked when cached,
+        // and a hit compares equal to it).
+        let bytes = value.as_bytes();
+        let (scheme, token) = match bytes.iter().position(|b| *b == b' ') {
+            Some(i) => (&bytes[..i], &bytes[i + 1..]),
+            None => (bytes, &b""[..]),
+        };
+        if !scheme.eq_ignore_ascii_case(b"bearer") {
+            if value.to_str().is_err() {
+                return Err(AuthError::Invalid(
+                    "authorization header is not ASCII".into(),
+                ));
+            }
             return Err(AuthError::Missing);
         }
-        self.verify(token.trim()).await
+        let token = token.trim_ascii();
+        if let Some(hit) = self.cached(token) {
+            return hit;
+        }
+        let token = std::str::from_utf8(token)
+            .ok()
+            .filter(|_| value.to_str().is_ok())
+            .ok_or_else(|| AuthError::Invalid("authorization header is not ASCII".into()))?;
+        self.verify_and_cache(token).await
     }
 
     /// Verifies a compact JWT.
     pub async fn verify(&self, token: &str) -> Result<Arc<Principal>, AuthError> {
-        let hash: [u8; 32] = Sha256::digest(token.as_bytes()).into();
-        if let Some(p) = self.cache.get(&hash) {
-            if now_secs() <= p.expires_at + self.leeway {
-                return Ok(p);
-            }
-            self.cache.invalidate(&hash);
-            return Err(AuthError::Invalid("token expired".into()));
+        if let Some(hit) = self.cached(token.as_bytes()) {
+            return hit;
         }
+        self.verify_and_cache(token).await
+    }
+
+    /// The cached answer for `token`, if it was verified before.
+    fn cached(&self, token: &[u8]) -> Option<Result<Arc<Principal>, AuthError>> {
+        let key = self.hasher.hash_one(token);
+        let hit = self.cache.get(key)?;
+        if *hit.token != *token {
+            // Another token with the same keyed hash: verify this one.
+            return None;
+        }
+        if now_secs() <= hit.principal.expires_at + self.leeway {
+            return Some(Ok(hit.principal.clone()));
+        }
+        self.cache.invalidate(key);
+        Some(Err(AuthError::Invalid("token expired".into())))
+    }
+
+    async fn verify_and_cache(&self, token: &str) -> Result<Arc<Principal>, AuthError> {
         let principal = Arc::new(self.verify_uncached(token).await?);
-        self.cache.insert(hash, principal.clone());
+        self.cache.insert(
+            self.hasher.hash_one(token.as_bytes()),
+            Arc::new(Verified {
+                token: token.as_bytes().into(),
+                principal: principal.clone(),
+            }),
+            token.len() as u64 + ENTRY_WEIGHT,
+        );
         Ok(principal)
     }
 
@@ -502,7 +555,7 @@ impl<S: Send + Sync> FromRequestParts<S> for Auth {
         if let Some(p) = parts.extensions.get::<Auth>() {
             return Ok(p.clone());
         }
-        let Some(authn) = parts.extensions.get::<Arc<Authenticator>>().cloned() else {
+        let Some(authn) = parts.extensions.get::<Arc<Authenticator>>() else {
             tracing::error!("no Authenticator installed in request extensions");
             return Err(ApiError::internal());
         };

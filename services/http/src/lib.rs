@@ -10,6 +10,7 @@
 pub mod auth;
 pub mod body;
 pub mod cpu;
+pub mod hot;
 pub mod pagination;
 pub mod problem;
 pub mod tenant;

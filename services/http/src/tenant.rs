@@ -76,18 +76,21 @@ impl<S: Send + Sync> FromRequestParts<S> for TenantScope {
         let raw = params
             .iter()
             .find(|(k, _)| *k == "tenant")
-            .map(|(_, v)| v.to_owned())
+            .map(|(_, v)| v)
             .ok_or_else(|| {
                 tracing::error!("TenantScope used on a route without a {{tenant}} segment");
                 ApiError::internal()
             })?;
-        let tenant = TenantId::parse(&raw).map_err(|_| tenant_not_found())?;
+        let tenant = TenantId::parse(raw).map_err(|_| tenant_not_found())?;
         let admitted = principal.has(Role::Platform) || principal.tenant.as_ref() == Some(&tenant);
         if !admitted {
             return Err(tenant_not_found());
         }
-        // The request span (opened by the server's edge) carries the tenant.
-        tracing::Span::current().record("tenant.id", tenant.as_str());
+        // The request span (opened by the server's edge) carries the tenant
+        // (when a subscriber records it at all).
+        if tracing::level_enabled!(tracing::Level::INFO) {
+            tracing::Span::current().record("tenant.id", tenant.as_str());
+        }
         Ok(TenantScope { tenant, principal })
     }
 }

@@ -8,10 +8,11 @@
 //! after a short TTL as a safety net.
 
 use std::collections::HashMap;
-use std::hash::{Hash, Hasher};
+use std::hash::BuildHasher as _;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use axum::http::HeaderValue;
 use signet_core::ids::TenantId;
 
 use crate::model::{Status, VersionMeta};
@@ -49,6 +50,8 @@ pub fn latest(versions: &[VersionMeta]) -> Option<&VersionMeta> {
 pub struct IndexEntry {
     /// The record's ETag.
     pub record_etag: String,
+    /// The same, as a header value (a `304` clones it: no copy).
+    pub record_etag_header: HeaderValue,
     /// The document's digest.
     pub digest: String,
     /// The version's trust status (so a reader can tell, without a
@@ -59,6 +62,9 @@ pub struct IndexEntry {
 /// What the index knows about one server.
 #[derive(Debug, Default)]
 pub struct ServerIndex {
+    /// Whose server this is: `(tenant, server key)`, checked on every
+    /// lookup (the index is keyed by a hash of them).
+    pub owner: (String, String),
     /// version → entry.
     pub entries: HashMap<String, IndexEntry>,
     /// The version `latest` resolves to.
@@ -69,13 +75,17 @@ impl ServerIndex {
     /// Builds the index from the server's versions.
     pub fn build(versions: &[VersionMeta]) -> ServerIndex {
         ServerIndex {
+            owner: Default::default(),
             entries: versions
                 .iter()
                 .map(|v| {
+                    let tag = record_etag(v);
                     (
                         v.version.clone(),
                         IndexEntry {
-                            record_etag: record_etag(v),
+                            record_etag_header: HeaderValue::from_str(&tag)
+                                .unwrap_or_else(|_| HeaderValue::from_static("\"invalid\"")),
+                            record_etag: tag,
                             digest: v.digest.clone(),
                             status: v.status.status,
                         },
@@ -86,14 +96,23 @@ impl ServerIndex {
         }
     }
 
-    /// The record ETag for `version` (`latest` allowed).
-    pub fn etag(&self, version: &str) -> Option<&str> {
+    /// The entry of `version` (`latest` allowed).
+    pub fn entry(&self, version: &str) -> Option<&IndexEntry> {
         let v = if version == "latest" {
             self.latest.as_deref()?
         } else {
             version
         };
-        self.entries.get(v).map(|e| e.record_etag.as_str())
+        self.entries.get(v)
+    }
+
+    /// The record ETag for `version` (`latest` allowed).
+    pub fn etag(&self, version: &str) -> Option<&str> {
+        self.entry(version).map(|e| e.record_etag.as_str())
+    }
+
+    fn owned_by(&self, tenant: &TenantId, server_key: &str) -> bool {
+        self.owner.0 == tenant.as_str() && self.owner.1 == server_key
     }
 }
 
@@ -110,10 +129,16 @@ const STRIPES: usize = 64;
 /// stripe's generation under its lock, and a loaded copy is stored only if the
 /// generation it saw before reading the store is still current (checked under
 /// the same lock). A copy read before an eviction is therefore never stored
-/// after it. Reads of the cache itself take no lock.
+/// after it. Reads of the cache take only a shard's read lock.
+///
+/// Entries are keyed by a keyed hash of (tenant, server), so a lookup
+/// copies neither; the entry names its owner and a lookup checks it (a hash
+/// collision is a miss, and evicting by hash may over-evict, never keep a
+/// stale copy).
 pub struct EtagIndex {
-    cache: moka::sync::Cache<(TenantId, String), Arc<ServerIndex>>,
+    cache: signet_http::hot::HotCache<Arc<ServerIndex>>,
     stripes: Box<[Mutex<u64>]>,
+    hasher: std::hash::RandomState,
 }
 
 impl Default for EtagIndex {
@@ -133,18 +158,18 @@ impl EtagIndex {
     /// An index holding at most `capacity` servers for at most `ttl`.
     pub fn new(capacity: u64, ttl: Duration) -> Self {
         Self {
-            cache: moka::sync::Cache::builder()
-                .max_capacity(capacity)
-                .time_to_live(ttl)
-                .build(),
+            cache: signet_http::hot::HotCache::new(capacity, ttl),
             stripes: (0..STRIPES).map(|_| Mutex::new(0)).collect(),
+            hasher: std::hash::RandomState::new(),
         }
     }
 
-    fn stripe(tenant: &TenantId, server_key: &str) -> usize {
-        let mut h = std::hash::DefaultHasher::new();
-        (tenant.as_str(), server_key).hash(&mut h);
-        (h.finish() as usize) % STRIPES
+    fn key(&self, tenant: &TenantId, server_key: &str) -> u64 {
+        self.hasher.hash_one((tenant.as_str(), server_key))
+    }
+
+    fn stripe(&self, tenant: &TenantId, server_key: &str) -> usize {
+        (self.key(tenant, server_key) as usize) % STRIPES
     }
 
     fn lock(&self, stripe: usize) -> std::sync::MutexGuard<'_, u64> {
@@ -157,12 +182,14 @@ impl EtagIndex {
 
     /// The cached entry.
     pub fn get(&self, tenant: &TenantId, server_key: &str) -> Option<Arc<ServerIndex>> {
-        self.cache.get(&(tenant.clone(), server_key.to_owned()))
+        self.cache
+            .get(self.key(tenant, server_key))
+            .filter(|idx| idx.owned_by(tenant, server_key))
     }
 
     /// Takes a ticket before reading the store for `server_key`.
     pub fn ticket(&self, tenant: &TenantId, server_key: &str) -> Ticket {
-        let stripe = Self::stripe(tenant, server_key);
+        let stripe = self.stripe(tenant, server_key);
         Ticket {
             stripe,
             generation: *self.lock(stripe),
@@ -183,8 +210,16 @@ impl EtagIndex {
         if *generation != ticket.generation {
             return false;
         }
-        self.cache
-            .insert((tenant.clone(), server_key.to_owned()), idx);
+        let idx = if idx.owned_by(tenant, server_key) {
+            idx
+        } else {
+            Arc::new(ServerIndex {
+                owner: (tenant.as_str().to_owned(), server_key.to_owned()),
+                entries: idx.entries.clone(),
+                latest: idx.latest.clone(),
+            })
+        };
+        self.cache.insert(self.key(tenant, server_key), idx, 1);
         true
     }
 
@@ -206,18 +241,19 @@ impl EtagIndex {
         }
         let ticket = self.ticket(tenant, server_key);
         let versions = load.await?;
-        let idx = Arc::new(ServerIndex::build(&versions));
+        let mut idx = ServerIndex::build(&versions);
+        idx.owner = (tenant.as_str().to_owned(), server_key.to_owned());
+        let idx = Arc::new(idx);
         self.put(ticket, tenant, server_key, idx.clone());
         Ok(idx)
     }
 
     /// Forgets one server (after any write to it).
     pub fn evict(&self, tenant: &TenantId, server_key: &str) {
-        let stripe = Self::stripe(tenant, server_key);
+        let stripe = self.stripe(tenant, server_key);
         let mut generation = self.lock(stripe);
         *generation += 1;
-        self.cache
-            .invalidate(&(tenant.clone(), server_key.to_owned()));
+        self.cache.invalidate(self.key(tenant, server_key));
     }
 
     /// Forgets everything (after a lost change notification).
@@ -228,7 +264,7 @@ impl EtagIndex {
         for g in &mut guards {
             **g += 1;
         }
-        self.cache.invalidate_all();
+        self.cache.clear();
     }
 }
 

@@ -36,9 +36,10 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::{Duration, Instant, SystemTime};
 
+use axum::body::Bytes;
 use serde::Serialize;
 use serde_json::Value;
 use signet_core::Mode;
@@ -135,6 +136,10 @@ pub struct Resolution {
     /// Events the caller must append to the audit log.
     #[serde(skip)]
     pub events: Vec<ResolveEvent>,
+    /// This answer's JSON, when the engine has it ready (cache hits): the
+    /// handler may send these bytes instead of serializing the answer.
+    #[serde(skip)]
+    pub body: Option<Bytes>,
 }
 
 /// A call that cannot be resolved at all.
@@ -193,8 +198,48 @@ impl Default for EngineConfig {
 pub(crate) struct Fetched {
     tool: Arc<Value>,
     conformant: bool,
+    /// Violations and notices; absent when there are none (the usual
+    /// case), which keeps an entry as small as before `hit_body` existed.
+    findings: Option<Box<Findings>>,
+    /// The JSON of this answer served from the cache (`source: cache`),
+    /// rendered at the first hit: every later hit sends these bytes.
+    hit_body: OnceLock<Bytes>,
+}
+
+#[derive(Debug)]
+struct Findings {
     violations: Vec<Violation>,
     notices: Vec<Notice>,
+}
+
+impl Fetched {
+    pub(crate) fn new(
+        tool: Arc<Value>,
+        conformant: bool,
+        violations: Vec<Violation>,
+        notices: Vec<Notice>,
+    ) -> Fetched {
+        let findings = (!violations.is_empty() || !notices.is_empty()).then(|| {
+            Box::new(Findings {
+                violations,
+                notices,
+            })
+        });
+        Fetched {
+            tool,
+            conformant,
+            findings,
+            hit_body: OnceLock::new(),
+        }
+    }
+
+    fn violations(&self) -> &[Violation] {
+        self.findings.as_ref().map_or(&[], |f| &f.violations)
+    }
+
+    fn notices(&self) -> &[Notice] {
+        self.findings.as_ref().map_or(&[], |f| &f.notices)
+    }
 }
 
 /// What the one upstream call of a key produced, shared with its waiters.
@@ -334,6 +379,7 @@ impl Engine {
                 notices: Vec::new(),
                 reason: None,
                 events: Vec::new(),
+                body: None,
             });
         };
         let key = CacheKey::new(ctx.tenant.as_str(), &ctx.session, name, arguments);
@@ -528,7 +574,7 @@ fn serve(
             .map(|k| ResolveEvent::StrictRefusal {
                 tool: tool.name().to_owned(),
                 key: hex128(k),
-                violations: f.violations.clone(),
+                violations: f.violations().to_vec(),
             })
             .into_iter()
             .collect();
@@ -536,21 +582,31 @@ fn serve(
             tool: tool.worst_case_shared(),
             source: Source::Fallback,
             conformant: false,
-            violations: f.violations.clone(),
-            notices: f.notices.clone(),
+            violations: f.violations().to_vec(),
+            notices: f.notices().to_vec(),
             reason: Some(FallbackReason::RefusedStrict.as_str().to_owned()),
             events,
+            body: None,
         };
     }
-    Resolution {
+    let mut r = Resolution {
         tool: f.tool.clone(),
         source,
         conformant: f.conformant,
-        violations: f.violations.clone(),
-        notices: f.notices.clone(),
+        violations: f.violations().to_vec(),
+        notices: f.notices().to_vec(),
         reason: None,
         events: Vec::new(),
+        body: None,
+    };
+    if source == Source::Cache {
+        // Every hit of this answer serializes to the same bytes.
+        let body = f
+            .hit_body
+            .get_or_init(|| serde_json::to_vec(&r).map(Bytes::from).unwrap_or_default());
+        r.body = (!body.is_empty()).then(|| body.clone());
     }
+    r
 }
 
 fn fallback(inner: &Inner, tool: &PreparedTool, reason: FallbackReason) -> Resolution {
@@ -563,6 +619,7 @@ fn fallback(inner: &Inner, tool: &PreparedTool, reason: FallbackReason) -> Resol
         notices: Vec::new(),
         reason: Some(reason.as_str().to_owned()),
         events: Vec::new(),
+        body: None,
     }
 }
 
@@ -698,12 +755,12 @@ fn checked(
     let canonical = canonical_bytes(raw);
     let fp = fingerprint(&canonical);
     Ok((
-        Fetched {
-            tool: Arc::new(tool.served_tool(raw)),
-            conformant: report.conformant,
-            violations: report.violations,
-            notices: report.notices,
-        },
+        Fetched::new(
+            Arc::new(tool.served_tool(raw)),
+            report.conformant,
+            report.violations,
+            report.notices,
+        ),
         fp,
         canonical.len(),
     ))
@@ -761,12 +818,12 @@ pub fn measure_cache_overhead(n: usize) -> Option<f64> {
         .map(|i| {
             let args = serde_json::json!({"path": format!("/f/{i}"), "action": "read"});
             let key = CacheKey::new("acme", "session-0001", "manage_files", &args);
-            let value = Arc::new(Fetched {
-                tool: Arc::new(serde_json::json!({"name": "manage_files"})),
-                conformant: true,
-                violations: Vec::new(),
-                notices: Vec::new(),
-            });
+            let value = Arc::new(Fetched::new(
+                Arc::new(serde_json::json!({"name": "manage_files"})),
+                true,
+                Vec::new(),
+                Vec::new(),
+            ));
             let entry = cache.entry(expires_at, 1, value);
             (key, entry)
         })

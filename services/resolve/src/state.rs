@@ -13,7 +13,7 @@ use signet_http::problem::ApiError;
 
 use crate::engine::{Engine, SessionCtx};
 use crate::prepared::PreparedSignature;
-use crate::session::{CachePolicy, SessionKey, SessionRow};
+use crate::session::{CachePolicy, SessionRow};
 use crate::store::SessionStore;
 
 /// Whether a pinned version may still be used.
@@ -174,41 +174,50 @@ impl std::fmt::Debug for LiveSession {
 /// (checked on every use through [`Signatures::standing`]). A copy lives
 /// at most 30 s, so a lost notification cannot keep a closed session alive
 /// on another replica for longer.
+///
+/// Copies are keyed by a keyed hash of (tenant, id), so a lookup copies
+/// neither; a hit is checked against the copy's own tenant and id (a hash
+/// collision is a miss).
 pub struct LiveSessions {
-    cache: moka::sync::Cache<SessionKey, Arc<LiveSession>>,
+    cache: signet_http::hot::HotCache<Arc<LiveSession>>,
+    hasher: std::hash::RandomState,
 }
 
 impl Default for LiveSessions {
     fn default() -> Self {
         LiveSessions {
-            cache: moka::sync::Cache::builder()
-                .max_capacity(100_000)
-                .time_to_live(Duration::from_secs(30))
-                .build(),
+            cache: signet_http::hot::HotCache::new(100_000, Duration::from_secs(30)),
+            hasher: std::hash::RandomState::new(),
         }
     }
 }
 
 impl LiveSessions {
+    fn key(&self, tenant: &TenantId, id: &str) -> u64 {
+        use std::hash::BuildHasher as _;
+        self.hasher.hash_one((tenant.as_str(), id))
+    }
+
     /// A loaded session.
     pub fn get(&self, tenant: &TenantId, id: &str) -> Option<Arc<LiveSession>> {
-        self.cache.get(&(tenant.clone(), id.to_owned()))
+        self.cache
+            .get(self.key(tenant, id))
+            .filter(|l| l.tenant == *tenant && l.row.id == id)
     }
 
     /// Remembers a loaded session.
     pub fn put(&self, tenant: &TenantId, live: Arc<LiveSession>) {
-        self.cache
-            .insert((tenant.clone(), live.row.id.clone()), live);
+        self.cache.insert(self.key(tenant, &live.row.id), live, 1);
     }
 
     /// Forgets a session.
     pub fn evict(&self, tenant: &TenantId, id: &str) {
-        self.cache.invalidate(&(tenant.clone(), id.to_owned()));
+        self.cache.invalidate(self.key(tenant, id));
     }
 
     /// Forgets everything (notifications may have been missed).
     pub fn clear(&self) {
-        self.cache.invalidate_all();
+        self.cache.clear();
     }
 }
 

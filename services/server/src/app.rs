@@ -1,20 +1,17 @@
-//! The HTTP application: operational routes, the service routers, the
-//! OpenAPI document and the edge middleware every request passes through.
+//! The HTTP application: operational routes, the service routers and the
+//! OpenAPI document, behind the edge layer ([`crate::edge`]) every request
+//! passes through.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use axum::Router;
-use axum::extract::{MatchedPath, Request, State};
-use axum::http::{HeaderValue, Method, StatusCode, header};
-use axum::middleware::{self, Next};
+use axum::extract::State;
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use signet_http::problem::{ApiError, PROBLEM_JSON, ProblemBody, RenderedProblem};
-use signet_http::{Authenticator, body::too_large};
+use signet_http::Authenticator;
+use signet_http::problem::{ApiError, ProblemBody};
 use signet_tenancy::{TenancyState, TenantStore};
-use tower_http::limit::RequestBodyLimitLayer;
-use tower_http::timeout::TimeoutLayer;
-use tracing::Instrument as _;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 use utoipa_axum::router::OpenApiRouter;
@@ -148,7 +145,7 @@ impl ProtectedResource {
 
 /// Adds `resource_metadata` (RFC 9728 §5.1) to every Bearer challenge of a
 /// `401`, or a challenge carrying it when there is none.
-fn add_resource_metadata(resp: &mut Response, url: &str) {
+pub(crate) fn add_resource_metadata(resp: &mut Response, url: &str) {
     let param = format!("resource_metadata=\"{url}\"");
     let existing: Vec<HeaderValue> = resp
         .headers_mut()
@@ -379,154 +376,11 @@ pub fn build_for(ctx: AppContext, services: &[Service]) -> Router {
     for service in services {
         app = app.merge(service_router(&ctx, service));
     }
-    app.fallback(fallback)
-        .layer(TimeoutLayer::with_status_code(
-            StatusCode::REQUEST_TIMEOUT,
-            ctx.request_timeout,
-        ))
-        .layer(RequestBodyLimitLayer::new(ctx.body_limit))
-        .layer(axum::extract::DefaultBodyLimit::max(ctx.body_limit))
-        .layer(axum::Extension(ctx.authn.clone()))
-        .layer(middleware::from_fn_with_state(
-            (ctx.metrics.clone(), ctx.protected_resource.clone()),
-            edge,
-        ))
-}
-
-/// A fresh request id in UUID form: a random per-process prefix and a
-/// counter, so the hot path makes no system call for randomness.
-fn next_request_id() -> String {
-    use std::sync::OnceLock;
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static PREFIX: OnceLock<u64> = OnceLock::new();
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let prefix = *PREFIX.get_or_init(|| uuid::Uuid::new_v4().as_u64_pair().0);
-    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-    uuid::Uuid::from_u64_pair(prefix, n).to_string()
-}
-
-fn valid_request_id(v: &HeaderValue) -> bool {
-    let b = v.as_bytes();
-    (1..=64).contains(&b.len())
-        && b.iter()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
-}
-
-fn code_for(status: StatusCode) -> (&'static str, &'static str) {
-    match status.as_u16() {
-        400 => ("bad_request", "Bad request"),
-        401 => ("unauthenticated", "Authentication required"),
-        403 => ("forbidden", "Forbidden"),
-        404 => ("route_not_found", "Not found"),
-        405 => ("method_not_allowed", "Method not allowed"),
-        406 => ("not_acceptable", "Not acceptable"),
-        408 => ("request_timeout", "Request timed out"),
-        409 => ("conflict", "Conflict"),
-        411 => ("length_required", "Length required"),
-        413 => ("body_too_large", "Request body too large"),
-        415 => ("unsupported_media_type", "Unsupported media type"),
-        422 => ("validation_failed", "Invalid request"),
-        429 => ("rate_limited", "Too many requests"),
-        503 => ("unavailable", "Service unavailable"),
-        _ if status.is_server_error() => ("internal_error", "Internal server error"),
-        _ => ("http_error", "Request failed"),
-    }
-}
-
-/// Turns an error response that did not come from an [`ApiError`] (an axum
-/// rejection, a timeout, a body-limit refusal) into a problem.
-async fn convert_plain_error(resp: Response) -> ApiError {
-    let status = resp.status();
-    if status == StatusCode::PAYLOAD_TOO_LARGE {
-        return too_large();
-    }
-    let (code, title) = code_for(status);
-    let mut err = ApiError::new(status, code, title);
-    let is_text = resp
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.starts_with("text/plain"));
-    if status.is_client_error() && is_text {
-        let bytes = axum::body::to_bytes(resp.into_body(), 4096)
-            .await
-            .unwrap_or_default();
-        let text = String::from_utf8_lossy(&bytes).trim().to_owned();
-        if !text.is_empty() {
-            err = err.detail(text);
-        }
-    } else if status.is_server_error() {
-        err = ApiError::internal();
-        err.status = status;
-    }
-    err
-}
-
-/// The outermost middleware: request id, tracing span, problem rendering,
-/// metrics.
-async fn edge(
-    State((metrics, protected)): State<(Arc<Metrics>, Arc<ProtectedResource>)>,
-    mut req: Request,
-    next: Next,
-) -> Response {
-    let start = Instant::now();
-    let rid = match req.headers().get("x-request-id") {
-        Some(v) if valid_request_id(v) => v.clone(),
-        _ => HeaderValue::from_str(&next_request_id())
-            .unwrap_or_else(|_| HeaderValue::from_static("unknown")),
-    };
-    req.headers_mut().insert("x-request-id", rid.clone());
-    // Borrowed, not copied: this runs on every request.
-    let matched = req.extensions().get::<MatchedPath>().cloned();
-    let route: &str = matched
-        .as_ref()
-        .map_or(crate::metrics::UNMATCHED_ROUTE, |m| m.as_str());
-    let method: Method = req.method().clone();
-    let rid_str = rid.to_str().unwrap_or("unknown");
-    let span = tracing::info_span!(
-        "http.request",
-        http.method = %method,
-        http.route = %route,
-        request.id = %rid_str,
-        http.status = tracing::field::Empty,
-        tenant.id = tracing::field::Empty,
-        trace.id = tracing::field::Empty,
-        otel.name = tracing::field::Empty,
-        otel.kind = tracing::field::Empty,
-        otel.status_code = tracing::field::Empty,
-    );
-    // W3C traceparent: join the caller's trace; records `trace.id`.
-    crate::telemetry::link_request_span(&span, req.headers(), &method, route);
-    let host = req.headers().get(header::HOST).cloned();
-    let mut resp = next.run(req).instrument(span.clone()).await;
-    let status = resp.status();
-    if let Some(RenderedProblem(err)) = resp.extensions_mut().remove::<RenderedProblem>() {
-        resp = err.into_response_with_id(Some(rid_str.to_owned()));
-    } else if (status.is_client_error() || status.is_server_error())
-        && resp
-            .headers()
-            .get(header::CONTENT_TYPE)
-            .is_none_or(|v| v.as_bytes() != PROBLEM_JSON.as_bytes())
-    {
-        let err = convert_plain_error(resp).await;
-        resp = err.into_response_with_id(Some(rid_str.to_owned()));
-    }
-    if resp.status() == StatusCode::UNAUTHORIZED {
-        add_resource_metadata(&mut resp, &protected.metadata_url(host.as_ref()));
-    }
-    resp.headers_mut().insert("x-request-id", rid);
-    let elapsed = start.elapsed();
-    let status = resp.status();
-    span.record("http.status", status.as_u16());
-    if status.is_server_error() {
-        span.record("otel.status_code", "error");
-    }
-    metrics.record(route, &method, status.as_u16(), elapsed);
-    let duration_ms = elapsed.as_secs_f64() * 1000.0;
-    if status.is_server_error() {
-        tracing::warn!(parent: &span, http.status = status.as_u16(), duration_ms, "request failed");
-    } else {
-        tracing::debug!(parent: &span, http.status = status.as_u16(), duration_ms, "request");
-    }
-    resp
+    app.fallback(fallback).layer(crate::edge::EdgeLayer::new(
+        ctx.metrics.clone(),
+        ctx.authn.clone(),
+        ctx.body_limit,
+        ctx.request_timeout,
+        ctx.protected_resource.clone(),
+    ))
 }

@@ -9,6 +9,7 @@ pub mod app;
 pub mod cli;
 pub mod config;
 pub mod devkeys;
+pub mod edge;
 pub mod metrics;
 pub mod registry_wiring;
 pub mod resolve_wiring;

@@ -16,7 +16,7 @@
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 /// Label: the matched route template.
@@ -81,70 +81,149 @@ pub fn method_label(m: &str) -> &'static str {
     }
 }
 
-#[derive(Default)]
+/// One labelled series. Buckets hold the count of their own interval (not
+/// cumulative), so recording a request is three atomic additions; the
+/// Prometheus text sums them up.
 struct Series {
+    route: Box<str>,
+    method: &'static str,
+    status: u16,
     count: AtomicU64,
     sum_nanos: AtomicU64,
     buckets: [AtomicU64; BUCKETS.len()],
 }
 
+impl Series {
+    fn new(route: &str, method: &'static str, status: u16) -> Series {
+        Series {
+            route: route.into(),
+            method,
+            status,
+            count: AtomicU64::new(0),
+            sum_nanos: AtomicU64::new(0),
+            buckets: Default::default(),
+        }
+    }
+
+    fn add(&self, elapsed: Duration) {
+        let nanos = u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX);
+        self.count.fetch_add(1, Ordering::Relaxed);
+        self.sum_nanos.fetch_add(nanos, Ordering::Relaxed);
+        if let Some(i) = BUCKET_NANOS.iter().position(|le| nanos <= *le) {
+            self.buckets[i].fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+/// [`BUCKETS`] in nanoseconds.
+const BUCKET_NANOS: [u64; BUCKETS.len()] = {
+    let mut out = [0u64; BUCKETS.len()];
+    let mut i = 0;
+    while i < BUCKETS.len() {
+        out[i] = (BUCKETS[i] * 1e9) as u64;
+        i += 1;
+    }
+    out
+};
+
 type Key = (String, &'static str, u16);
 
-/// (method, status) → series, for one route.
-type ByRoute = HashMap<(&'static str, u16), Arc<Series>>;
+/// The hot-path key: where the route string lives (address and length),
+/// the method label's address and the status. Route templates come from
+/// the router, which keeps each template in one shared allocation for its
+/// whole life, so a request finds its series without hashing the template;
+/// a hit is still confirmed by comparing the template itself, so any
+/// string may be passed.
+type FastKey = (usize, usize, usize, u16);
+
+/// A multiply-rotate hasher for [`FastKey`] (four machine words: no need
+/// for SipHash, and the map's contents are not chosen by clients).
+#[derive(Default, Clone, Copy)]
+struct WordHasher(u64);
+
+impl std::hash::Hasher for WordHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.write_u64(u64::from(*b));
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+
+    fn write_usize(&mut self, n: usize) {
+        self.write_u64(n as u64);
+    }
+
+    fn write_u16(&mut self, n: u16) {
+        self.write_u64(u64::from(n));
+    }
+}
+
+type FastMap = HashMap<FastKey, Arc<Series>, std::hash::BuildHasherDefault<WordHasher>>;
+
+/// Most distinct route strings the hot-path map remembers before it starts
+/// over (templates are few; this only bounds callers passing fresh strings).
+const FAST_CAP: usize = 4096;
 
 /// Request counters and latency histograms.
 #[derive(Default)]
 pub struct Metrics {
-    /// route → (method, status) → series.
-    series: RwLock<HashMap<String, ByRoute>>,
+    /// (route, method, status) → series: every series, for rendering.
+    series: Mutex<HashMap<Key, Arc<Series>>>,
+    /// The same series by [`FastKey`], read on every request.
+    fast: RwLock<FastMap>,
 }
 
 impl Metrics {
     /// Records one finished request.
     pub fn record(&self, route: &str, method: &axum::http::Method, status: u16, elapsed: Duration) {
         let method = method_label(method.as_str());
-        let series = {
-            let read = self.series.read().unwrap_or_else(|e| e.into_inner());
-            read.get(route)
-                .and_then(|by| by.get(&(method, status)))
-                .cloned()
-        };
-        let series = match series {
-            Some(s) => s,
-            None => {
-                let mut write = self.series.write().unwrap_or_else(|e| e.into_inner());
-                write
-                    .entry(route.to_owned())
-                    .or_default()
-                    .entry((method, status))
-                    .or_default()
-                    .clone()
-            }
-        };
-        let secs = elapsed.as_secs_f64();
-        series.count.fetch_add(1, Ordering::Relaxed);
-        series
-            .sum_nanos
-            .fetch_add(elapsed.as_nanos() as u64, Ordering::Relaxed);
-        for (i, le) in BUCKETS.iter().enumerate() {
-            if secs <= *le {
-                series.buckets[i].fetch_add(1, Ordering::Relaxed);
+        let key: FastKey = (
+            route.as_ptr() as usize,
+            route.len(),
+            method.as_ptr() as usize,
+            status,
+        );
+        {
+            let fast = self.fast.read().unwrap_or_else(|e| e.into_inner());
+            if let Some(s) = fast.get(&key)
+                && *s.route == *route
+            {
+                s.add(elapsed);
+                return;
             }
         }
+        let series = self
+            .series
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .entry((route.to_owned(), method, status))
+            .or_insert_with(|| Arc::new(Series::new(route, method, status)))
+            .clone();
+        series.add(elapsed);
+        let mut fast = self.fast.write().unwrap_or_else(|e| e.into_inner());
+        if fast.len() >= FAST_CAP {
+            fast.clear();
+        }
+        fast.insert(key, series);
     }
 
     /// Renders the Prometheus text exposition format (version 0.0.4).
     pub fn render(&self) -> String {
-        let read = self.series.read().unwrap_or_else(|e| e.into_inner());
-        let mut flat: Vec<(Key, Arc<Series>)> = read
-            .iter()
-            .flat_map(|(r, by)| {
-                by.iter()
-                    .map(move |((m, st), s)| ((r.clone(), *m, *st), s.clone()))
-            })
+        let mut flat: Vec<Arc<Series>> = self
+            .series
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .values()
+            .cloned()
             .collect();
-        flat.sort_by(|a, b| a.0.cmp(&b.0));
+        flat.sort_by(|a, b| (&a.route, a.method, a.status).cmp(&(&b.route, b.method, b.status)));
         let mut out = String::with_capacity(4096);
         let (info, requests, duration) = (
             BUILD_INFO.prometheus,
@@ -166,11 +245,11 @@ impl Metrics {
             "# HELP {requests} {}\n# TYPE {requests} counter",
             HTTP_REQUESTS.help
         );
-        for (k, s) in &flat {
+        for s in &flat {
             let _ = writeln!(
                 out,
                 "{requests}{{{}}} {}",
-                labels(k),
+                labels(s),
                 s.count.load(Ordering::Relaxed)
             );
         }
@@ -179,16 +258,19 @@ impl Metrics {
             "# HELP {duration} {}\n# TYPE {duration} histogram",
             HTTP_DURATION.help
         );
-        for (k, s) in &flat {
-            let labels = labels(k);
+        for s in &flat {
+            let labels = labels(s);
+            // A request recorded while rendering may show in a bucket and
+            // not yet in the count: `+Inf` is never below the buckets.
+            let mut cumulative = 0;
             for (i, le) in BUCKETS.iter().enumerate() {
+                cumulative += s.buckets[i].load(Ordering::Relaxed);
                 let _ = writeln!(
                     out,
-                    "{duration}_bucket{{{labels},le=\"{le}\"}} {}",
-                    s.buckets[i].load(Ordering::Relaxed)
+                    "{duration}_bucket{{{labels},le=\"{le}\"}} {cumulative}"
                 );
             }
-            let count = s.count.load(Ordering::Relaxed);
+            let count = s.count.load(Ordering::Relaxed).max(cumulative);
             let _ = writeln!(out, "{duration}_bucket{{{labels},le=\"+Inf\"}} {count}");
             let _ = writeln!(
                 out,
@@ -202,12 +284,12 @@ impl Metrics {
 }
 
 /// `route="...",method="...",status="..."`.
-fn labels(k: &Key) -> String {
+fn labels(s: &Series) -> String {
     format!(
         "{LABEL_ROUTE}=\"{}\",{LABEL_METHOD}=\"{}\",{LABEL_STATUS}=\"{}\"",
-        escape(&k.0),
-        k.1,
-        k.2
+        escape(&s.route),
+        s.method,
+        s.status
     )
 }
 
@@ -354,6 +436,42 @@ mod tests {
         assert!(text.contains("signet_http_request_duration_seconds_count{route=\"/healthz\",method=\"GET\",status=\"200\"} 2"));
         assert!(text.contains("# TYPE signet_http_requests_total counter\n"));
         assert!(text.contains("signet_build_info{version=\""));
+    }
+
+    #[test]
+    fn equal_templates_share_a_series_wherever_the_string_lives() {
+        let m = Metrics::default();
+        let a = String::from("/v1/tenants/{tenant}");
+        let b = a.clone();
+        let get = axum::http::Method::GET;
+        m.record(&a, &get, 200, Duration::from_micros(50));
+        m.record(&b, &get, 200, Duration::from_micros(50));
+        m.record(&a, &get, 200, Duration::from_millis(3));
+        // Another string at an address that once held a template: the
+        // template is compared, so it cannot inherit that series.
+        drop(a);
+        let c = String::from("/v1/tenants/{tenant}/x");
+        m.record(&c, &get, 200, Duration::from_micros(50));
+        let text = m.render();
+        assert!(text.contains(
+            "signet_http_requests_total{route=\"/v1/tenants/{tenant}\",method=\"GET\",status=\"200\"} 3"
+        ), "{text}");
+        assert!(text.contains(
+            "signet_http_requests_total{route=\"/v1/tenants/{tenant}/x\",method=\"GET\",status=\"200\"} 1"
+        ), "{text}");
+        // Buckets are cumulative in the text.
+        let bucket = |le: &str| {
+            format!(
+                "signet_http_request_duration_seconds_bucket{{route=\"/v1/tenants/{{tenant}}\",method=\"GET\",status=\"200\",le=\"{le}\"}}"
+            )
+        };
+        assert!(
+            text.contains(&format!("{} 2\n", bucket("0.0001"))),
+            "{text}"
+        );
+        assert!(text.contains(&format!("{} 2\n", bucket("0.001"))), "{text}");
+        assert!(text.contains(&format!("{} 3\n", bucket("0.005"))), "{text}");
+        assert!(text.contains(&format!("{} 3\n", bucket("+Inf"))), "{text}");
     }
 
     #[test]

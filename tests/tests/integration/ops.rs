@@ -209,3 +209,75 @@ async fn docs_page_is_served_offline() {
         assert_eq!(r.status, 200, "{asset}");
     }
 }
+
+/// Sends `head` (and `body`) on a raw connection and reads the whole answer
+/// (the server closes or the answer is complete when `Content-Length` bytes
+/// of body arrived).
+async fn raw_exchange(addr: std::net::SocketAddr, head: &str, body: &[u8]) -> (u16, String) {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    s.write_all(head.as_bytes()).await.unwrap();
+    s.write_all(body).await.unwrap();
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 4096];
+    loop {
+        let n = s.read(&mut chunk).await.unwrap();
+        if n == 0 {
+            break;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+        let text = String::from_utf8_lossy(&buf);
+        if let Some((headers, rest)) = text.split_once("\r\n\r\n") {
+            let len = headers
+                .lines()
+                .find_map(|l| {
+                    let (k, v) = l.split_once(':')?;
+                    k.eq_ignore_ascii_case("content-length")
+                        .then(|| v.trim().parse::<usize>().ok())?
+                })
+                .unwrap_or(0);
+            if rest.len() >= len {
+                break;
+            }
+        }
+    }
+    let text = String::from_utf8_lossy(&buf).into_owned();
+    let status = text
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    (status, text)
+}
+
+#[tokio::test]
+async fn stalled_bodies_time_out_and_declared_oversize_bodies_are_refused_as_problems() {
+    let db = signet_tests::fresh_db().await;
+    let mut cfg = signet_tests::config_for(&db);
+    cfg.listen = "127.0.0.1:0".into();
+    cfg.request_timeout_secs = 1;
+    cfg.body_limit_bytes = 4096;
+    let running = signet_server::serve::start(cfg, None).await.expect("start");
+    let token = running.dev_tokens.clone().expect("dev mode").admin;
+    // A body announced as 100 bytes of which 10 arrive: the handler waits
+    // for the rest until the request timeout answers.
+    let head = format!(
+        "PUT /v1/tenants/dev/policy HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\n\
+         Content-Type: application/json\r\nContent-Length: 100\r\nx-request-id: slow-1\r\n\r\n"
+    );
+    let (status, text) = raw_exchange(running.addr, &head, b"{\"enforce").await;
+    assert_eq!(status, 408, "{text}");
+    assert!(text.contains("application/problem+json"), "{text}");
+    assert!(text.contains("\"code\":\"request_timeout\""), "{text}");
+    assert!(text.contains("\"request_id\":\"slow-1\""), "{text}");
+    // A declared length over the limit is refused before the body is read.
+    let head = format!(
+        "PUT /v1/tenants/dev/policy HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\n\
+         Content-Type: application/json\r\nContent-Length: 5000\r\nx-request-id: big-1\r\n\r\n"
+    );
+    let (status, text) = raw_exchange(running.addr, &head, b"").await;
+    assert_eq!(status, 413, "{text}");
+    assert!(text.contains("\"code\":\"body_too_large\""), "{text}");
+    assert!(text.contains("\"request_id\":\"big-1\""), "{text}");
+    running.shutdown().await.unwrap();
+}

@@ -191,17 +191,17 @@ pub async fn get_version(
     State(st): State<RegistryState>,
     scope: TenantScope,
     Path(p): Path<VersionPath>,
-    headers: HeaderMap,
+    IfNoneMatch(inm): IfNoneMatch,
 ) -> Result<Response, ApiError> {
     scope.require_member()?;
     let name = server_key(&p.server)?;
     let key = name.canonical();
-    if let Some(inm) = inm(&headers) {
+    if let Some(inm) = inm.as_ref().and_then(|v| v.to_str().ok()) {
         let idx = server_index(&st, scope.tenant(), key).await?;
-        if let Some(tag) = idx.etag(&p.version)
-            && if_none_match(inm, tag)
+        if let Some(entry) = idx.entry(&p.version)
+            && if_none_match(inm, &entry.record_etag)
         {
-            return Ok(not_modified(tag, &[]));
+            return Ok(not_modified_with(entry.record_etag_header.clone()));
         }
     }
     let (stored, reviews) = load_record(&st, scope.tenant(), key, &p.version).await?;

@@ -4,7 +4,8 @@ use std::sync::Arc;
 
 use axum::Json;
 use axum::extract::{Path, State};
-use axum::http::StatusCode;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 use signet_http::auth::Role;
@@ -13,7 +14,7 @@ use signet_http::{StrictJson, TenantScope};
 use utoipa::ToSchema;
 
 use super::sessions::{SessionPath, owned_session};
-use crate::engine::{Resolution, ResolveError, ResolveEvent, SessionCtx};
+use crate::engine::{ResolveError, ResolveEvent, SessionCtx};
 use crate::session::AuditNote;
 use crate::state::{LiveSession, ResolveState, now};
 
@@ -216,7 +217,7 @@ pub async fn resolve_tool(
     scope: TenantScope,
     Path(p): Path<SessionPath>,
     StrictJson(call): StrictJson<ResolveCall>,
-) -> Result<Json<Resolution>, ApiError> {
+) -> Result<Response, ApiError> {
     scope.require_any(&[Role::Client])?;
     let mut errors = Vec::new();
     check_call(&call, "", &mut errors);
@@ -225,7 +226,7 @@ pub async fn resolve_tool(
     }
     let live = owned_session(&st, &scope, &p.id).await?;
     let ctx = context(&st, &live).await?;
-    let res = st
+    let mut res = st
         .engine
         .resolve(&ctx, &call.name, &call.arguments)
         .await
@@ -233,7 +234,18 @@ pub async fn resolve_tool(
     if !res.events.is_empty() {
         record(&st, &scope, &live, &res.events).await;
     }
-    Ok(Json(res))
+    // A cache hit comes with its JSON ready.
+    if let Some(body) = res.body.take() {
+        return Ok((
+            [(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            )],
+            body,
+        )
+            .into_response());
+    }
+    Ok(Json(res).into_response())
 }
 
 /// Resolve up to 100 calls at once (role `client`).

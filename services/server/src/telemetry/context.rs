@@ -57,9 +57,33 @@ pub fn link_request_span(span: &Span, headers: &HeaderMap, method: &Method, rout
             span.context().span().span_context().trace_id()
         }
         Err(_) if inbound != TraceId::INVALID => inbound,
-        Err(_) => TraceId::from_bytes(*uuid::Uuid::new_v4().as_bytes()),
+        Err(_) => fresh_trace_id(),
     };
     span.record("trace.id", tracing::field::display(trace_id));
+}
+
+/// A trace id for a request that joins no exported trace: only log lines
+/// carry it, so it needs to be unique and unguessable enough, not drawn
+/// from the system's random source on every request. A per-process random
+/// key mixed with a counter (splitmix64, a bijection: distinct counters give
+/// distinct ids).
+fn fresh_trace_id() -> TraceId {
+    use std::sync::OnceLock;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static KEY: OnceLock<(u64, u64)> = OnceLock::new();
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let (a, b) = *KEY.get_or_init(|| uuid::Uuid::new_v4().as_u64_pair());
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let hi = splitmix(a ^ n.rotate_left(32));
+    let lo = splitmix(b.wrapping_add(n));
+    TraceId::from_bytes(((u128::from(hi) << 64) | u128::from(lo)).to_be_bytes())
+}
+
+fn splitmix(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
 }
 
 /// Writes the trace context of `span` into outgoing request headers
@@ -133,6 +157,13 @@ mod tests {
             assert_ne!(parts[2], "00f067aa0ba902b7", "our own span id");
             assert_eq!(parts[3], "01", "sampled");
         });
+    }
+
+    #[test]
+    fn fresh_trace_ids_are_valid_and_distinct() {
+        let ids: std::collections::HashSet<TraceId> = (0..1000).map(|_| fresh_trace_id()).collect();
+        assert_eq!(ids.len(), 1000);
+        assert!(!ids.contains(&TraceId::INVALID));
     }
 
     #[test]

@@ -1,0 +1,370 @@
+//! The edge: the one tower layer every request passes through, after
+//! routing (so the route *template* is known) and before the handler.
+//!
+//! It does, in one `Service` and one boxed future per request, what used to
+//! take five layers (a `from_fn` middleware, an `Extension`, two body-limit
+//! layers and a timeout layer, each re-boxing the route):
+//!
+//! - keeps a sane inbound `x-request-id` or assigns one, and echoes it;
+//! - opens the request's tracing span, only when a subscriber wants it
+//!   (the span's callsite is disabled at `warn`, and then no field of it is
+//!   formatted, no trace context parsed);
+//! - refuses a declared body over the limit at once (413) and sets the
+//!   limit the body extractors apply to any other body;
+//! - places the [`Authenticator`] in the request extensions;
+//! - bounds the handler by the request timeout (408);
+//! - renders every error as `application/problem+json` carrying the request
+//!   id, including rejections that never reached a handler (unknown route,
+//!   405, body limit, timeout);
+//! - adds RFC 9728 `resource_metadata` to the challenge of every `401`;
+//! - records the request metrics by route template.
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use axum::extract::{DefaultBodyLimit, MatchedPath, Request};
+use axum::http::{HeaderName, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use signet_http::Authenticator;
+use signet_http::body::too_large;
+use signet_http::problem::{ApiError, PROBLEM_JSON, RenderedProblem};
+use tower::{Layer, Service};
+use tracing::Instrument as _;
+
+use crate::app::{ProtectedResource, add_resource_metadata};
+use crate::metrics::{Metrics, UNMATCHED_ROUTE};
+
+/// The request id header.
+pub const X_REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
+
+/// What the edge needs, shared by every route.
+struct Shared {
+    metrics: Arc<Metrics>,
+    authn: Arc<Authenticator>,
+    body_limit: usize,
+    timeout: Duration,
+    /// Names the RFC 9728 metadata every `401` points at.
+    protected: Arc<ProtectedResource>,
+}
+
+/// The edge layer (see the module documentation).
+#[derive(Clone)]
+pub struct EdgeLayer(Arc<Shared>);
+
+impl EdgeLayer {
+    /// An edge recording into `metrics`, authenticating with `authn`,
+    /// refusing bodies over `body_limit` bytes and answering 408 after
+    /// `timeout`; every `401` names `protected`'s metadata.
+    pub fn new(
+        metrics: Arc<Metrics>,
+        authn: Arc<Authenticator>,
+        body_limit: usize,
+        timeout: Duration,
+        protected: Arc<ProtectedResource>,
+    ) -> EdgeLayer {
+        EdgeLayer(Arc::new(Shared {
+            metrics,
+            authn,
+            body_limit,
+            timeout,
+            protected,
+        }))
+    }
+}
+
+impl<S> Layer<S> for EdgeLayer {
+    type Service = Edge<S>;
+
+    fn layer(&self, inner: S) -> Edge<S> {
+        Edge {
+            inner,
+            shared: self.0.clone(),
+        }
+    }
+}
+
+/// The edge service around one route.
+#[derive(Clone)]
+pub struct Edge<S> {
+    inner: S,
+    shared: Arc<Shared>,
+}
+
+type EdgeFuture = Pin<Box<dyn Future<Output = Result<Response, Infallible>> + Send>>;
+
+impl<S> Service<Request> for Edge<S>
+where
+    S: Service<Request, Response = Response, Error = Infallible>,
+    S::Future: Send + 'static,
+{
+    type Response = Response;
+    type Error = Infallible;
+    type Future = EdgeFuture;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, mut req: Request) -> EdgeFuture {
+        let start = Instant::now();
+        let shared = self.shared.clone();
+        let rid = match req.headers().get(&X_REQUEST_ID) {
+            Some(v) if valid_request_id(v) => v.clone(),
+            _ => next_request_id(),
+        };
+        // An `Arc` clone: the template itself is never copied.
+        let matched = req.extensions().get::<MatchedPath>().cloned();
+        let span = request_span(&req, matched.as_ref(), &rid);
+        let method = req.method().clone();
+        // Only needed to name the metadata URL of a 401 when no public URL
+        // is configured; a `HeaderValue` clone shares its bytes.
+        let host = if shared.protected.public_url.is_none() {
+            req.headers().get(header::HOST).cloned()
+        } else {
+            None
+        };
+        let declared = req
+            .headers()
+            .get(header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<u64>().ok());
+        let too_big = declared.is_some_and(|n| n > shared.body_limit as u64);
+        let inner = if too_big {
+            None
+        } else {
+            if !axum::body::HttpBody::is_end_stream(req.body()) {
+                // What the body extractors (`Bytes`, `StrictJson` ...) apply
+                // to a body sent without a length, or with one we accepted.
+                DefaultBodyLimit::max(shared.body_limit).apply(&mut req);
+            }
+            req.extensions_mut().insert(shared.authn.clone());
+            Some(self.inner.call(req))
+        };
+        Box::pin(async move {
+            let resp = match inner {
+                None => Err(too_large()),
+                Some(fut) => {
+                    let deadline = tokio::time::Instant::from_std(start + shared.timeout);
+                    match tokio::time::timeout_at(deadline, fut)
+                        .instrument(span.clone())
+                        .await
+                    {
+                        Ok(Ok(r)) => Ok(r),
+                        Ok(Err(never)) => match never {},
+                        Err(_) => Err(ApiError::new(
+                            StatusCode::REQUEST_TIMEOUT,
+                            "request_timeout",
+                            "Request timed out",
+                        )),
+                    }
+                }
+            };
+            let mut resp = match resp {
+                Ok(r) => r,
+                Err(e) => e.into_response(),
+            };
+            let status = resp.status();
+            if let Some(RenderedProblem(err)) = resp.extensions_mut().remove::<RenderedProblem>() {
+                resp = err.into_response_with_id(Some(id_text(&rid)));
+            } else if (status.is_client_error() || status.is_server_error())
+                && resp
+                    .headers()
+                    .get(header::CONTENT_TYPE)
+                    .is_none_or(|v| v.as_bytes() != PROBLEM_JSON.as_bytes())
+            {
+                let err = convert_plain_error(resp).await;
+                resp = err.into_response_with_id(Some(id_text(&rid)));
+            }
+            if resp.status() == StatusCode::UNAUTHORIZED {
+                add_resource_metadata(&mut resp, &shared.protected.metadata_url(host.as_ref()));
+            }
+            resp.headers_mut().insert(X_REQUEST_ID, rid);
+            let elapsed = start.elapsed();
+            let status = resp.status().as_u16();
+            let route = matched.as_ref().map_or(UNMATCHED_ROUTE, |m| m.as_str());
+            shared.metrics.record(route, &method, status, elapsed);
+            if !span.is_disabled() {
+                span.record("http.status", status);
+                if resp.status().is_server_error() {
+                    span.record("otel.status_code", "error");
+                }
+            }
+            if resp.status().is_server_error() {
+                tracing::warn!(parent: &span, http.status = status,
+                    duration_ms = elapsed.as_secs_f64() * 1000.0, "request failed");
+            } else {
+                tracing::debug!(parent: &span, http.status = status,
+                    duration_ms = elapsed.as_secs_f64() * 1000.0, "request");
+            }
+            Ok(resp)
+        })
+    }
+}
+
+/// The request's span: the root of everything logged or traced while it is
+/// handled. Disabled (and free) when no subscriber wants `info` spans of
+/// this crate; only then are its fields formatted and the caller's trace
+/// context read.
+fn request_span(req: &Request, matched: Option<&MatchedPath>, rid: &HeaderValue) -> tracing::Span {
+    let route = matched.map_or(UNMATCHED_ROUTE, |m| m.as_str());
+    // The field values are evaluated only when the span is enabled.
+    let span = tracing::info_span!(
+        "http.request",
+        http.method = req.method().as_str(),
+        http.route = route,
+        request.id = rid.to_str().unwrap_or("unknown"),
+        http.status = tracing::field::Empty,
+        tenant.id = tracing::field::Empty,
+        trace.id = tracing::field::Empty,
+        otel.name = tracing::field::Empty,
+        otel.kind = tracing::field::Empty,
+        otel.status_code = tracing::field::Empty,
+    );
+    // W3C traceparent: join the caller's trace; records `trace.id` (a no-op
+    // on a disabled span).
+    crate::telemetry::link_request_span(&span, req.headers(), req.method(), route);
+    span
+}
+
+/// The request id as text (ids are checked ASCII, or generated).
+fn id_text(rid: &HeaderValue) -> String {
+    rid.to_str().unwrap_or("unknown").to_owned()
+}
+
+/// A sane inbound id: 1 to 64 of `[A-Za-z0-9._-]`.
+fn valid_request_id(v: &HeaderValue) -> bool {
+    let b = v.as_bytes();
+    (1..=64).contains(&b.len())
+        && b.iter()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
+}
+
+/// A fresh request id in UUID form: a random per-process prefix and a
+/// counter, so ids are unique within the process and the hot path makes no
+/// system call and no formatting pass.
+fn next_request_id() -> HeaderValue {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let text = uuid_text(process_prefix(), n);
+    HeaderValue::from_bytes(&text).unwrap_or_else(|_| HeaderValue::from_static("unknown"))
+}
+
+/// 64 random bits drawn once per process.
+pub(crate) fn process_prefix() -> u64 {
+    use std::sync::OnceLock;
+    static PREFIX: OnceLock<u64> = OnceLock::new();
+    *PREFIX.get_or_init(|| uuid::Uuid::new_v4().as_u64_pair().0)
+}
+
+/// `hi` and `lo` as the 36 characters of a UUID (`8-4-4-4-12`, lowercase).
+fn uuid_text(hi: u64, lo: u64) -> [u8; 36] {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let bytes = ((u128::from(hi) << 64) | u128::from(lo)).to_be_bytes();
+    let mut out = [b'-'; 36];
+    let mut at = 0;
+    for (i, b) in bytes.iter().enumerate() {
+        if matches!(i, 4 | 6 | 8 | 10) {
+            at += 1;
+        }
+        out[at] = HEX[usize::from(b >> 4)];
+        out[at + 1] = HEX[usize::from(b & 0x0f)];
+        at += 2;
+    }
+    out
+}
+
+fn code_for(status: StatusCode) -> (&'static str, &'static str) {
+    match status.as_u16() {
+        400 => ("bad_request", "Bad request"),
+        401 => ("unauthenticated", "Authentication required"),
+        403 => ("forbidden", "Forbidden"),
+        404 => ("route_not_found", "Not found"),
+        405 => ("method_not_allowed", "Method not allowed"),
+        406 => ("not_acceptable", "Not acceptable"),
+        408 => ("request_timeout", "Request timed out"),
+        409 => ("conflict", "Conflict"),
+        411 => ("length_required", "Length required"),
+        413 => ("body_too_large", "Request body too large"),
+        415 => ("unsupported_media_type", "Unsupported media type"),
+        422 => ("validation_failed", "Invalid request"),
+        429 => ("rate_limited", "Too many requests"),
+        503 => ("unavailable", "Service unavailable"),
+        _ if status.is_server_error() => ("internal_error", "Internal server error"),
+        _ => ("http_error", "Request failed"),
+    }
+}
+
+/// Turns an error response that did not come from an [`ApiError`] (an axum
+/// rejection, a 404 or 405 of the router) into a problem.
+async fn convert_plain_error(resp: Response) -> ApiError {
+    let status = resp.status();
+    if status == StatusCode::PAYLOAD_TOO_LARGE {
+        return too_large();
+    }
+    let (code, title) = code_for(status);
+    let mut err = ApiError::new(status, code, title);
+    let is_text = resp
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("text/plain"));
+    if status.is_client_error() && is_text {
+        let bytes = axum::body::to_bytes(resp.into_body(), 4096)
+            .await
+            .unwrap_or_default();
+        let text = String::from_utf8_lossy(&bytes).trim().to_owned();
+        if !text.is_empty() {
+            err = err.detail(text);
+        }
+    } else if status.is_server_error() {
+        err = ApiError::internal();
+        err.status = status;
+    }
+    err
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn generated_ids_have_the_uuid_form_and_differ() {
+        let a = next_request_id();
+        let b = next_request_id();
+        assert_ne!(a, b);
+        let a = a.to_str().unwrap();
+        assert_eq!(a.len(), 36);
+        assert!(valid_request_id(&HeaderValue::from_str(a).unwrap()));
+        let parsed = uuid::Uuid::parse_str(a).expect("a UUID");
+        assert_eq!(parsed.to_string(), a, "lowercase, hyphenated");
+    }
+
+    #[test]
+    fn uuid_text_matches_the_uuid_crate() {
+        for (hi, lo) in [
+            (0, 0),
+            (u64::MAX, 1),
+            (0x0123_4567_89ab_cdef, 0xfedc_ba98_7654_3210),
+        ] {
+            let text = uuid_text(hi, lo);
+            assert_eq!(
+                std::str::from_utf8(&text).unwrap(),
+                uuid::Uuid::from_u64_pair(hi, lo).to_string()
+            );
+        }
+    }
+
+    #[test]
+    fn inbound_ids_are_checked() {
+        assert!(valid_request_id(&HeaderValue::from_static("abc-123_x.y")));
+        assert!(!valid_request_id(&HeaderValue::from_static("bad id")));
+        assert!(!valid_request_id(&HeaderValue::from_static("")));
+        let long = "a".repeat(65);
+        assert!(!valid_request_id(&HeaderValue::from_str(&long).unwrap()));
+    }
+}
