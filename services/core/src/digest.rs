@@ -194,7 +194,7 @@ fn next_escape(bytes: &[u8], from: usize) -> Option<usize> {
         let mut w = [0u8; 8];
         w.copy_from_slice(&bytes[off..]);
         let keep = u64::MAX << ((i - off) * 8);
-        let w = (u64::from_le_bytes(w) & keep) | (LANES * u64::from(b'A') & !keep);
+        let w = (u64::from_le_bytes(w) & keep) | ((LANES * u64::from(b'A')) & !keep);
         let m = escape_mask(w);
         return (m != 0).then(|| off + (m.trailing_zeros() / 8) as usize);
     }
