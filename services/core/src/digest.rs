@@ -57,24 +57,38 @@ pub fn write_canonical(out: &mut Vec<u8>, value: &Value) {
 fn write_object(out: &mut Vec<u8>, map: &Map<String, Value>) {
     let start = out.len();
     out.push(b'{');
-    // serde_json's map iterates in code-point order, which equals UTF-16
-    // order except when astral characters meet U+E000..U+FFFF; only then
-    // (or with `preserve_order` maps) are the entries rewritten sorted.
-    let mut prev: Option<&String> = None;
+    // serde_json's map iterates in byte (= code point) order, which equals
+    // UTF-16 order as long as no name holds an astral character (only those
+    // sort differently: their surrogates come before U+E000..U+FFFF). So the
+    // entries are written as they come while the names ascend bytewise and
+    // none is astral; otherwise (or with `preserve_order` maps) the object
+    // is rewritten sorted.
+    let mut prev: Option<&[u8]> = None;
     for (k, v) in map {
+        let name = k.as_bytes();
         if let Some(p) = prev {
-            if utf16_cmp(p, k) == std::cmp::Ordering::Greater {
+            if p >= name {
                 out.truncate(start);
                 return write_object_sorted(out, map);
             }
             out.push(b',');
         }
-        prev = Some(k);
+        if has_astral(name) {
+            out.truncate(start);
+            return write_object_sorted(out, map);
+        }
+        prev = Some(name);
         write_string(out, k);
         out.push(b':');
         write_canonical(out, v);
     }
     out.push(b'}');
+}
+
+/// True when the UTF-8 text holds a character above U+FFFF (a 4-byte
+/// sequence, lead byte 0xF0..=0xF4).
+fn has_astral(s: &[u8]) -> bool {
+    !s.is_ascii() && s.iter().any(|&b| b >= 0xF0)
 }
 
 fn write_object_sorted(out: &mut Vec<u8>, map: &Map<String, Value>) {
@@ -104,15 +118,11 @@ pub fn utf16_cmp(a: &str, b: &str) -> std::cmp::Ordering {
 const HEX: &[u8; 16] = b"0123456789abcdef";
 
 fn write_string(out: &mut Vec<u8>, s: &str) {
-    out.reserve(s.len() + 2);
-    out.push(b'"');
     let bytes = s.as_bytes();
+    out.reserve(bytes.len() + 2);
+    out.push(b'"');
     let mut start = 0;
-    while let Some(off) = bytes[start..]
-        .iter()
-        .position(|&b| b < 0x20 || b == b'"' || b == b'\\')
-    {
-        let i = start + off;
+    while let Some(i) = next_escape(bytes, start) {
         out.extend_from_slice(&bytes[start..i]);
         let b = bytes[i];
         match b {
@@ -133,6 +143,65 @@ fn write_string(out: &mut Vec<u8>, s: &str) {
     }
     out.extend_from_slice(&bytes[start..]);
     out.push(b'"');
+}
+
+/// True for the bytes a JSON string must escape: `"`, `\` and controls
+/// below U+0020 (RFC 8785 §3.2.2.2 escapes nothing else).
+#[inline]
+fn must_escape(b: u8) -> bool {
+    b < 0x20 || b == b'"' || b == b'\\'
+}
+
+const LANES: u64 = 0x0101_0101_0101_0101;
+const HIGH_BITS: u64 = 0x8080_8080_8080_8080;
+
+/// For eight bytes read little-endian: a mask whose lowest set bit lies in
+/// the first byte that [`must_escape`] (bits above it may be spurious, as
+/// the subtractions borrow out of a matching byte), or 0 when none does.
+#[inline]
+fn escape_mask(w: u64) -> u64 {
+    let quote = w ^ (LANES * u64::from(b'"'));
+    let backslash = w ^ (LANES * u64::from(b'\\'));
+    let control = w.wrapping_sub(LANES * 0x20) & !w;
+    let quote = quote.wrapping_sub(LANES) & !quote;
+    let backslash = backslash.wrapping_sub(LANES) & !backslash;
+    (control | quote | backslash) & HIGH_BITS
+}
+
+/// Index of the first byte at or after `from` that must be escaped, reading
+/// eight bytes at a time.
+#[inline]
+fn next_escape(bytes: &[u8], from: usize) -> Option<usize> {
+    let len = bytes.len();
+    let mut i = from;
+    while i + 8 <= len {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(&bytes[i..i + 8]);
+        let m = escape_mask(u64::from_le_bytes(w));
+        if m != 0 {
+            return Some(i + (m.trailing_zeros() / 8) as usize);
+        }
+        i += 8;
+    }
+    if i == len {
+        return None;
+    }
+    if len >= 8 {
+        // The last eight bytes again, the lanes before `i` overwritten with
+        // `A`: they may hold an escaped byte already written, whose borrow
+        // would flag the lane above it.
+        let off = len - 8;
+        let mut w = [0u8; 8];
+        w.copy_from_slice(&bytes[off..]);
+        let keep = u64::MAX << ((i - off) * 8);
+        let w = (u64::from_le_bytes(w) & keep) | ((LANES * u64::from(b'A')) & !keep);
+        let m = escape_mask(w);
+        return (m != 0).then(|| off + (m.trailing_zeros() / 8) as usize);
+    }
+    bytes[i..]
+        .iter()
+        .position(|&b| must_escape(b))
+        .map(|o| i + o)
 }
 
 /// 2^53: every integer of smaller magnitude is exactly representable.
@@ -330,6 +399,64 @@ mod tests {
         assert_eq!(
             canon(r#"{"b":1,"a":{"d":[],"c":{}}}"#),
             r#"{"a":{"c":{},"d":[]},"b":1}"#
+        );
+    }
+
+    fn reference(v: &Value) -> String {
+        String::from_utf8(serde_json_canonicalizer::to_vec(v).unwrap()).unwrap()
+    }
+
+    /// The eight-bytes-at-a-time escape scan: every byte that needs escaping
+    /// (and its neighbours one above, which a borrow could wrongly flag) at
+    /// every position of strings up to 26 bytes, alone and in pairs, agrees
+    /// with an independent RFC 8785 implementation (§3.2.2.2).
+    #[test]
+    fn escapes_at_every_position() {
+        let specials = [
+            '"', '\\', '\u{0}', '\n', '\u{1f}', '\u{8}', '\u{7f}', 'é', '😀',
+        ];
+        let fillers = ['a', '#', ']', ' ', '!', '\u{80}'];
+        for len in 0..=26usize {
+            for filler in fillers {
+                for at in 0..len {
+                    for c in specials {
+                        let mut chars = vec![filler; len];
+                        chars[at] = c;
+                        let s: String = chars.iter().collect();
+                        let v = Value::String(s.clone());
+                        assert_eq!(canon_value(&v), reference(&v), "{s:?}");
+                        for second in (at + 1..len).step_by(3) {
+                            let mut chars = chars.clone();
+                            chars[second] = c;
+                            let v = Value::String(chars.iter().collect());
+                            assert_eq!(canon_value(&v), reference(&v), "{v:?}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    fn canon_value(v: &Value) -> String {
+        String::from_utf8(canonical_bytes(v)).unwrap()
+    }
+
+    /// Names with astral characters and with U+E000..U+FFFF characters sort
+    /// differently in UTF-16 than bytewise; the byte order is kept otherwise.
+    #[test]
+    fn object_order_astral_and_private_use() {
+        for input in [
+            json!({"\u{e000}": 1, "\u{1F600}": 2, "a": 3}),
+            json!({"\u{ffff}": 1, "\u{10000}": 2}),
+            json!({"a\u{1F600}": 1, "a\u{fb33}": 2, "a": 3, "b": 4}),
+            json!({"\u{20ac}": 1, "\u{fb33}": 2, "\u{80}": 3, "z": 4}),
+            json!({"é": {"\u{1F600}": [], "\u{e9}": {}}, "e": null}),
+        ] {
+            assert_eq!(canon_value(&input), reference(&input));
+        }
+        assert_eq!(
+            canon_value(&json!({"\u{e000}": 1, "\u{1F600}": 2})),
+            "{\"\u{1F600}\":2,\"\u{e000}\":1}"
         );
     }
 

@@ -158,6 +158,21 @@ proptest! {
         let reference = serde_json_canonicalizer::to_vec(&v).unwrap();
         prop_assert_eq!(String::from_utf8(canonical_bytes(&v)).unwrap(), String::from_utf8(reference).unwrap());
     }
+
+    /// Strings and names crowded with bytes that must be escaped, and with
+    /// their neighbours, against the same reference.
+    #[test]
+    fn canonical_escapes_match_reference(
+        v in prop::collection::btree_map(
+            "[a#!\\]\\x20\"\\\\\\x00-\\x1f\\x7f\\u{e9}\\u{20ac}\\u{e000}\\u{1F600}]{0,6}",
+            prop::collection::vec("[a#!\\]\\x20\"\\\\\\x00-\\x1f\\x7f\\u{e9}\\u{20ac}\\u{1F600}]{0,40}", 0..4),
+            0..8,
+        )
+    ) {
+        let v = Value::Object(v.into_iter().map(|(k, s)| (k, json!(s))).collect());
+        let reference = serde_json_canonicalizer::to_vec(&v).unwrap();
+        prop_assert_eq!(String::from_utf8(canonical_bytes(&v)).unwrap(), String::from_utf8(reference).unwrap());
+    }
 }
 
 // ---------- annotation possibilities ----------

@@ -128,6 +128,7 @@ pub fn fingerprint(bytes: &[u8]) -> u128 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
     use serde_json::json;
 
     #[test]
@@ -159,6 +160,89 @@ mod tests {
             CacheKey::new("a", "b", "t", &json!("x")),
             CacheKey::new("a", "b", "t\"", &json!("x"))
         );
+    }
+
+    /// The key of `arguments`, built from an independent RFC 8785
+    /// implementation.
+    fn reference_key(tenant: &str, session: &str, tool: &str, arguments: &Value) -> Vec<u8> {
+        let mut want = session_prefix(tenant, session);
+        push_str(&mut want, tool);
+        want.extend_from_slice(&serde_json_canonicalizer::to_vec(arguments).unwrap());
+        want
+    }
+
+    /// RFC 8785's own examples (§3.2.2 mixed values, §3.2.3 name sorting,
+    /// Appendix B numbers) end the key byte for byte.
+    #[test]
+    fn rfc8785_vectors() {
+        let cases = [
+            (
+                r#"{"numbers": [333333333.33333329, 1E30, 4.50, 2e-3, 0.000000000000000000000000001],
+                   "string": "\u20ac$\u000F\u000aA'\u0042\u0022\u005c\\\"\/",
+                   "literals": [null, true, false]}"#,
+                r#"{"literals":[null,true,false],"numbers":[333333333.3333333,1e+30,4.5,0.002,1e-27],"string":"€$\u000f\nA'B\"\\\\\"/"}"#,
+            ),
+            (
+                r#"{"\u20ac": 1, "\r": 2, "\ufb33": 3, "1": 4, "\ud83d\ude00": 5, "\u0080": 6, "\u00f6": 7}"#,
+                "{\"\\r\":2,\"1\":4,\"\u{80}\":6,\"ö\":7,\"€\":1,\"😀\":5,\"\u{fb33}\":3}",
+            ),
+            (
+                "[5e-324, -1.7976931348623157e308, 9007199254740992, 295147905179352825856, 1e23, 9.999999999999997e-7, 1424953923781206.25, -0.0]",
+                "[5e-324,-1.7976931348623157e+308,9007199254740992,295147905179352830000,1e+23,9.999999999999997e-7,1424953923781206.2,0]",
+            ),
+        ];
+        for (input, canonical) in cases {
+            let v: Value = serde_json::from_str(input).unwrap();
+            let key = CacheKey::new("acme", "s1", "tool", &v);
+            let mut want = session_prefix("acme", "s1");
+            push_str(&mut want, "tool");
+            want.extend_from_slice(canonical.as_bytes());
+            assert_eq!(
+                String::from_utf8_lossy(key.as_bytes()),
+                String::from_utf8_lossy(&want)
+            );
+            assert_eq!(key.as_bytes(), reference_key("acme", "s1", "tool", &v));
+        }
+    }
+
+    fn arb_json() -> impl Strategy<Value = Value> {
+        let text = "[a#!\\]\\x20\"\\\\\\x00-\\x1f\\x7f\\u{e9}\\u{20ac}\\u{e000}\\u{1F600}]{0,20}";
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(Value::from),
+            any::<u64>().prop_map(Value::from),
+            any::<f64>()
+                .prop_filter("finite", |f| f.is_finite())
+                .prop_map(Value::from),
+            text.prop_map(Value::String),
+            any::<String>().prop_map(Value::String),
+        ];
+        leaf.prop_recursive(4, 64, 8, move |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..8).prop_map(Value::Array),
+                prop::collection::btree_map(text, inner, 0..8)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(512))]
+
+        /// Any arguments give the key an independent RFC 8785 implementation
+        /// gives, and two arguments share a key exactly when their canonical
+        /// forms are equal.
+        #[test]
+        fn key_matches_reference(a in arb_json(), b in arb_json(), tool in "\\PC{0,8}") {
+            let ka = CacheKey::new("t", "s", &tool, &a);
+            let want = reference_key("t", "s", &tool, &a);
+            prop_assert_eq!(ka.as_bytes(), want.as_slice());
+            let kb = CacheKey::new("t", "s", &tool, &b);
+            let same = serde_json_canonicalizer::to_vec(&a).unwrap()
+                == serde_json_canonicalizer::to_vec(&b).unwrap();
+            prop_assert_eq!(ka == kb, same);
+        }
     }
 
     #[test]
