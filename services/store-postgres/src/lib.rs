@@ -56,6 +56,7 @@ impl Default for PgSettings {
 pub struct PgStore {
     pool: PgPool,
     listener: Arc<watch::Sender<ListenerStatus>>,
+    notifier: registry::Notifier,
 }
 
 /// What the registry change listener of a [`PgStore`] has done so far, for
@@ -91,6 +92,7 @@ impl PgStore {
             .await
             .map_err(err)?;
         Ok(Self {
+            notifier: registry::Notifier::start(pool.clone()),
             pool,
             listener: Arc::new(watch::Sender::new(ListenerStatus::default())),
         })

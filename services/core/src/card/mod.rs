@@ -535,6 +535,48 @@ mod tests {
         );
     }
 
+    /// `check` (the publish path) applies exactly the rules of `from_value`:
+    /// the same errors for a bad card, the same identity for a good one.
+    #[test]
+    fn check_agrees_with_the_full_model() {
+        let bad = json!({
+            "name": "nope", "version": "latest", "title": "",
+            "remotes": [{"type": "ws", "url": "ftp://x"}],
+            "signature": {"tools": [
+                {"name": "a", "inputSchema": {"type": "object"}},
+                {"name": "a", "inputSchema": {"type": "string"}},
+                {"name": "b", "inputSchema": {"type": "object", "properties": 3},
+                 "outputSchema": {"type": 7}, "annotations": [{"readOnlyHint": 1}]},
+                {"name": 3}
+            ], "prompts": [{"name": "p"}, {"name": "p"}],
+               "resourceTemplates": [{"uriTemplate": 1}]}
+        });
+        let full = ServerCard::from_value(&bad, &Limits::default()).unwrap_err();
+        let checked = ServerCard::check(&bad, &Limits::default()).unwrap_err();
+        assert!(full.errors.len() >= 10, "{full:?}");
+        assert_eq!(pointers(&checked), pointers(&full));
+
+        let good = json!({"name": "io.github.a/b", "version": "2.0.0", "title": "B",
+            "description": "d", "signature": {"tools": [
+                {"name": "t", "inputSchema": {"type": "object"}},
+                {"name": "u", "inputSchema": {"type": "object"}}]}});
+        let full = ServerCard::from_value(&good, &Limits::default()).unwrap();
+        let checked = ServerCard::check(&good, &Limits::default()).unwrap();
+        assert_eq!(checked.digest(), full.digest());
+        assert_eq!(checked.canonical(), full.canonical());
+        assert_eq!(checked.tools, 2);
+        assert_eq!(checked.name, full.name);
+        assert_eq!(checked.title.as_deref(), Some("B"));
+        assert_eq!(checked.description.as_deref(), Some("d"));
+
+        let l = Limits {
+            max_tools: 1,
+            ..Limits::default()
+        };
+        let e = ServerCard::check(&good, &l).unwrap_err();
+        assert_eq!(pointers(&e), [("/signature/tools", "too_many_tools")]);
+    }
+
     #[test]
     fn depth_convention() {
         assert!(check_depth(&json!({"a": [1]}), 2).is_ok());
