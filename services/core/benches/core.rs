@@ -130,5 +130,37 @@ fn pathological_templates(c: &mut Criterion) {
     });
 }
 
-criterion_group!(core, benches, pathological_templates);
+/// The whole publish-validation path of the `bench/load.sh publish` card
+/// (~58 KiB, 92 tools, bench/publish-template.json): what the registry's
+/// publish job does on the CPU pool — strict parse of the body, every card
+/// rule, canonical bytes and digest, and dropping the parsed tree.
+fn publish_path(c: &mut Criterion) {
+    let template = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../bench/publish-template.json");
+    let body = std::fs::read_to_string(template)
+        .expect("bench/publish-template.json")
+        .replace("__VERSION__", "1.0.0")
+        .into_bytes();
+    let limits = Limits::default();
+    eprintln!("publish card: {} bytes", body.len());
+    c.bench_function("publish_path_58k_card", |b| {
+        b.iter(|| {
+            let doc = signet_core::json::parse_strict(black_box(&body), 64).unwrap();
+            let card = ServerCard::check(&doc, &limits).unwrap();
+            drop(doc);
+            card
+        })
+    });
+    let doc = signet_core::json::parse_strict(&body, 64).unwrap();
+    c.bench_function("publish_path_58k_card_parse_only", |b| {
+        b.iter(|| signet_core::json::parse_strict(black_box(&body), 64).unwrap())
+    });
+    c.bench_function("publish_path_58k_card_check_only", |b| {
+        b.iter(|| ServerCard::check(black_box(&doc), &limits).unwrap())
+    });
+    c.bench_function("publish_path_58k_card_full_model", |b| {
+        b.iter(|| ServerCard::from_value(black_box(&doc), &limits).unwrap())
+    });
+}
+
+criterion_group!(core, benches, pathological_templates, publish_path);
 criterion_main!(core);

@@ -49,7 +49,7 @@ use std::cmp::Ordering;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::digest::canonical_bytes;
+use crate::digest::{canonical_bytes, canonical_object_bytes};
 use crate::error::{ValidationErrors, pointer_push};
 
 /// `_meta` key of the effect policy hint.
@@ -182,7 +182,7 @@ impl Annotations {
         title: Option<String>,
         extra: Map<String, Value>,
     ) -> Self {
-        let extra_canonical = canonical_bytes(&Value::Object(extra.clone()));
+        let extra_canonical = canonical_object_bytes(&extra);
         let mut a = Self {
             read_only,
             destructive,

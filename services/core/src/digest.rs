@@ -32,6 +32,14 @@ pub fn canonical_bytes(value: &Value) -> Vec<u8> {
     out
 }
 
+/// The RFC 8785 canonical bytes of an object given as its map (no copy
+/// into a [`Value`] first).
+pub fn canonical_object_bytes(map: &Map<String, Value>) -> Vec<u8> {
+    let mut out = Vec::with_capacity(if map.is_empty() { 2 } else { 64 });
+    write_object(&mut out, map);
+    out
+}
+
 /// Appends the RFC 8785 canonical bytes of `value` to `out`.
 pub fn write_canonical(out: &mut Vec<u8>, value: &Value) {
     match value {

@@ -52,6 +52,14 @@ fn is_json(req: &Request) -> bool {
 
 /// Reads a request body as a strictly parsed JSON value.
 pub async fn read_value<S: Send + Sync>(req: Request, state: &S) -> Result<Value, ApiError> {
+    let bytes = read_json_bytes(req, state).await?;
+    parse_body(&bytes)
+}
+
+/// Reads the bytes of a JSON request body (media type and size checked as
+/// in [`read_value`]) without parsing them, for a handler that parses with
+/// [`parse_body`] off the async workers.
+pub async fn read_json_bytes<S: Send + Sync>(req: Request, state: &S) -> Result<Bytes, ApiError> {
     if !is_json(&req) {
         return Err(ApiError::new(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
@@ -60,14 +68,13 @@ pub async fn read_value<S: Send + Sync>(req: Request, state: &S) -> Result<Value
         )
         .detail("send the body as Content-Type: application/json"));
     }
-    let bytes = Bytes::from_request(req, state).await.map_err(|rej| {
+    Bytes::from_request(req, state).await.map_err(|rej| {
         if rej.status() == StatusCode::PAYLOAD_TOO_LARGE {
             too_large()
         } else {
             ApiError::malformed_json(format!("could not read the request body: {rej}"))
         }
-    })?;
-    parse_body(&bytes)
+    })
 }
 
 /// Parses bytes with the strict rules of [`signet_core::json`].

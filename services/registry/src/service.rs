@@ -5,13 +5,15 @@
 
 use std::sync::Arc;
 
+use axum::body::Bytes;
 use axum::http::StatusCode;
 use serde_json::{Value, json};
 use signet_core::audit::NewAuditEvent;
-use signet_core::card::ServerCard;
+use signet_core::card::{CheckedCard, ServerCard};
 use signet_core::ids::TenantId;
-use signet_core::names::ServerName;
+use signet_core::names::{ServerName, Version};
 use signet_http::TenantScope;
+use signet_http::body::parse_body;
 use signet_http::cpu::offload;
 use signet_http::problem::{ApiError, FieldError};
 use signet_http::tenant::tenant_not_found;
@@ -92,7 +94,6 @@ pub async fn load_record(
 
 // ---------------------------------------------------------------- publish
 
-/// Publishes a document after validating it; shared by publish and import.
 /// What a publish did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Published {
@@ -102,9 +103,32 @@ pub enum Published {
     Existing,
 }
 
-/// Publishes a document after validating it (on the CPU pool); shared by
-/// publish and import. `path` is the (server, version) the request named,
-/// which the document must agree with; `event` is the audit event kind.
+/// Publishes a request body: strict parsing, validation, canonical bytes
+/// and digest run together in one job on the CPU pool, which also drops
+/// the parsed tree, so an async worker neither parses nor frees 64 KiB of
+/// JSON. `path` is the (server, version) the request named, which the
+/// document must agree with; `event` is the audit event kind.
+pub async fn publish_body(
+    st: &RegistryState,
+    scope: &TenantScope,
+    body: Bytes,
+    path: Option<(&str, &str)>,
+    event: &str,
+) -> Result<(Published, StoredVersion, Vec<Review>), ApiError> {
+    let limits = st.limits.clone();
+    let card = offload(move || {
+        let doc = parse_body(&body)?;
+        drop(body);
+        let checked = ServerCard::check(&doc, &limits).map_err(validation_error);
+        drop(doc);
+        checked
+    })
+    .await??;
+    publish_checked(st, scope, card, path, event).await
+}
+
+/// Publishes an already parsed document after validating it on the CPU
+/// pool (the `server.json` import, which rewrites the document first).
 pub async fn publish(
     st: &RegistryState,
     scope: &TenantScope,
@@ -113,11 +137,23 @@ pub async fn publish(
     event: &str,
 ) -> Result<(Published, StoredVersion, Vec<Review>), ApiError> {
     let limits = st.limits.clone();
-    let card = offload(move || ServerCard::from_owned(doc, &limits))
+    let card = offload(move || ServerCard::check(&doc, &limits))
         .await?
         .map_err(validation_error)?;
+    publish_checked(st, scope, card, path, event).await
+}
+
+/// Stores a validated card: the path check, the tenant's policy, the
+/// version with its first status row and audit event, the index eviction.
+async fn publish_checked(
+    st: &RegistryState,
+    scope: &TenantScope,
+    card: CheckedCard,
+    path: Option<(&str, &str)>,
+    event: &str,
+) -> Result<(Published, StoredVersion, Vec<Review>), ApiError> {
     if let Some((server, version)) = path {
-        check_path(&card, server, version)?;
+        check_path(&card.name, &card.version, server, version)?;
     }
     let tenant = scope.tenant();
     let key = card.name.canonical().to_owned();
@@ -139,7 +175,7 @@ pub async fn publish(
     };
     let data = json!({
         "digest": card.digest(),
-        "tools": card.signature.tools.len(),
+        "tools": card.tools,
         "approval_required": policy.approval_required,
         "status": meta.status.status.as_str(),
     });
@@ -184,26 +220,31 @@ pub async fn publish(
 }
 
 /// The document must name the server and version of the request's path.
-pub(crate) fn check_path(card: &ServerCard, server: &str, version: &str) -> Result<(), ApiError> {
+pub(crate) fn check_path(
+    name: &ServerName,
+    doc_version: &Version,
+    server: &str,
+    version: &str,
+) -> Result<(), ApiError> {
     let mut errors = Vec::new();
-    let same_server = ServerName::parse(server).is_ok_and(|s| s == card.name);
+    let same_server = ServerName::parse(server).is_ok_and(|s| s == *name);
     if !same_server {
         errors.push(FieldError {
             pointer: "/name".into(),
             code: "path_mismatch".into(),
             message: format!(
                 "the document names server {:?} but the path says {server:?}",
-                card.name.as_str()
+                name.as_str()
             ),
         });
     }
-    if card.version.to_string() != version {
+    if doc_version.to_string() != version {
         errors.push(FieldError {
             pointer: "/version".into(),
             code: "path_mismatch".into(),
             message: format!(
                 "the document has version {:?} but the path says {version:?}",
-                card.version.to_string()
+                doc_version.to_string()
             ),
         });
     }

@@ -62,6 +62,7 @@ impl Default for PgSettings {
 pub struct PgStore {
     pool: PgPool,
     listener: Arc<watch::Sender<ListenerStatus>>,
+    notifier: registry::Notifier,
 }
 
 /// What the registry change listener of a [`PgStore`] has done so far, for
@@ -104,6 +105,7 @@ impl PgStore {
         }
         let pool = pool.connect_with(opts).await.map_err(err)?;
         Ok(Self {
+            notifier: registry::Notifier::start(pool.clone()),
             pool,
             listener: Arc::new(watch::Sender::new(ListenerStatus::default())),
         })

@@ -13,6 +13,9 @@ use signet_store_rows::{
     registry_error, registry_error_from,
 };
 
+use sqlx::PgPool;
+use tokio::sync::{mpsc, oneshot};
+
 use crate::{PgStore, insert_audit};
 
 const META_COLUMNS: &str = "v.version, v.digest, v.published_by, v.published_at, \
@@ -29,6 +32,31 @@ const SERVER_COLUMNS: &str = "s.name, s.display_name, s.created_at,
     (SELECT COUNT(*) FROM versions v WHERE v.tenant_id = s.tenant_id AND v.server = s.name) AS version_count";
 
 const SELECT_DISPLAY: &str = "SELECT display_name FROM servers WHERE tenant_id = $1 AND name = $2";
+
+/// A whole publish in one statement (see `publish`). Answers whether the
+/// tenant exists, whether the version was inserted, and the server's
+/// display name as this statement's snapshot sees it.
+const PUBLISH: &str = "WITH t AS (SELECT 1 FROM tenants WHERE id = $1),
+    s AS (
+        INSERT INTO servers (tenant_id, name, display_name, created_at)
+        SELECT $1, $2, $3, $4 FROM t
+        ON CONFLICT (tenant_id, name) DO NOTHING
+        RETURNING display_name),
+    v AS (
+        INSERT INTO versions (tenant_id, server, version, digest, document, title, description, published_by, published_at)
+        SELECT $1, $2, $5, $6, $7, $8, $9, $10, $4 FROM t
+        ON CONFLICT (tenant_id, server, version) DO NOTHING
+        RETURNING version),
+    st AS (
+        INSERT INTO version_status (tenant_id, server, version, status, revision, status_changed_at, status_reason, approved_by, approved_at)
+        SELECT $1, $2, v.version, $11, $12, $13, $14, $15, $16 FROM v),
+    a AS (
+        INSERT INTO audit_events (tenant_id, at, actor, kind, server, version, data)
+        SELECT $1, $17, $18, $19, $20, $21, $22::jsonb FROM v)
+    SELECT EXISTS (SELECT 1 FROM t),
+        EXISTS (SELECT 1 FROM v),
+        coalesce((SELECT display_name FROM s),
+            (SELECT display_name FROM servers WHERE tenant_id = $1 AND name = $2))";
 
 /// `TenantNotFound` unless the tenant exists.
 async fn require_tenant(
@@ -72,42 +100,46 @@ impl RegistryStore for PgStore {
         tenant: &TenantId,
         v: &NewVersion<'_>,
     ) -> Result<PublishOutcome, RegistryStoreError> {
-        let mut tx = self.pool.begin().await.map_err(registry_error)?;
-        require_tenant(&mut tx, tenant).await?;
-        sqlx::query(
-            "INSERT INTO servers (tenant_id, name, display_name, created_at)
-             VALUES ($1, $2, $3, $4)
-             ON CONFLICT (tenant_id, name) DO NOTHING",
-        )
-        .bind(tenant.as_str())
-        .bind(v.server_key)
-        .bind(v.server_display)
-        .bind(v.meta.published_at.millis())
-        .execute(&mut *tx)
-        .await
-        .map_err(registry_error)?;
-        // A concurrent publish of the same version waits here for the other
-        // transaction; exactly one insert wins, the others see its row.
-        let inserted: Option<String> = sqlx::query_scalar(
-            "INSERT INTO versions (tenant_id, server, version, digest, document, title, description, published_by, published_at)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
-             ON CONFLICT (tenant_id, server, version) DO NOTHING
-             RETURNING version",
-        )
-        .bind(tenant.as_str())
-        .bind(v.server_key)
-        .bind(&v.meta.version)
-        .bind(&v.meta.digest)
-        .bind(v.document)
-        .bind(v.title)
-        .bind(v.description)
-        .bind(&v.meta.published_by)
-        .bind(v.meta.published_at.millis())
-        .fetch_optional(&mut *tx)
-        .await
-        .map_err(registry_error)?;
-        if inserted.is_none() {
-            tx.rollback().await.map_err(registry_error)?;
+        // One statement, so one round trip and its own transaction: the
+        // server row (first publish only), the version, its first status row
+        // and the audit event, written only when the tenant exists and the
+        // version is new. Foreign keys are checked at the end of the
+        // statement, so the version may reference the server row inserted
+        // beside it. A concurrent publish of the same version waits on the
+        // version's key for the other statement; exactly one insert wins.
+        let st = &v.meta.status;
+        let a = &v.audit;
+        let row: (bool, bool, Option<String>) = sqlx::query_as(PUBLISH)
+            .bind(tenant.as_str())
+            .bind(v.server_key)
+            .bind(v.server_display)
+            .bind(v.meta.published_at.millis())
+            .bind(&v.meta.version)
+            .bind(&v.meta.digest)
+            .bind(v.document)
+            .bind(v.title)
+            .bind(v.description)
+            .bind(&v.meta.published_by)
+            .bind(st.status.as_str())
+            .bind(st.revision)
+            .bind(st.changed_at.millis())
+            .bind(&st.reason)
+            .bind(&st.approved_by)
+            .bind(st.approved_at.map(|t| t.millis()))
+            .bind(a.at.millis())
+            .bind(&a.actor)
+            .bind(&a.kind)
+            .bind(&a.server)
+            .bind(&a.version)
+            .bind(a.data.to_string())
+            .fetch_one(&self.pool)
+            .await
+            .map_err(registry_error)?;
+        let (tenant_exists, inserted, display) = row;
+        if !tenant_exists {
+            return Err(RegistryStoreError::TenantNotFound);
+        }
+        if !inserted {
             let mut conn = self.pool.acquire().await.map_err(registry_error)?;
             let existing = load_version(&mut conn, tenant, v.server_key, &v.meta.version)
                 .await?
@@ -120,41 +152,24 @@ impl RegistryStore for PgStore {
                 }
             });
         }
-        let st = &v.meta.status;
-        sqlx::query(
-            "INSERT INTO version_status (tenant_id, server, version, status, revision, status_changed_at, status_reason, approved_by, approved_at)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
-        )
-        .bind(tenant.as_str())
-        .bind(v.server_key)
-        .bind(&v.meta.version)
-        .bind(st.status.as_str())
-        .bind(st.revision)
-        .bind(st.changed_at.millis())
-        .bind(&st.reason)
-        .bind(&st.approved_by)
-        .bind(st.approved_at.map(|t| t.millis()))
-        .execute(&mut *tx)
-        .await
-        .map_err(registry_error)?;
-        insert_audit(&mut tx, tenant, &v.audit)
-            .await
-            .map_err(registry_error_from)?;
-        let display: String = sqlx::query_scalar(SELECT_DISPLAY)
-            .bind(tenant.as_str())
-            .bind(v.server_key)
-            .fetch_one(&mut *tx)
-            .await
-            .map_err(registry_error)?;
+        // The statement's snapshot misses a server row another publish
+        // committed while this one waited on it; read it now.
+        let display = match display {
+            Some(d) => d,
+            None => sqlx::query_scalar(SELECT_DISPLAY)
+                .bind(tenant.as_str())
+                .bind(v.server_key)
+                .fetch_one(&self.pool)
+                .await
+                .map_err(registry_error)?,
+        };
+        self.notify(tenant, v.server_key).await;
         // Built from what was just written: no need to read 64 KiB back.
-        let stored = StoredVersion {
+        Ok(PublishOutcome::Created(StoredVersion {
             server: display,
             document: v.document.to_owned(),
             meta: v.meta.clone(),
-        };
-        tx.commit().await.map_err(registry_error)?;
-        self.notify(tenant, v.server_key).await;
-        Ok(PublishOutcome::Created(stored))
+        }))
     }
 
     async fn version(
@@ -371,21 +386,80 @@ impl RegistryStore for PgStore {
 pub const REGISTRY_CHANNEL: &str = "signet_registry";
 
 impl PgStore {
-    /// Announces a committed change to `server_key` (`tenant<TAB>server`).
+    /// Announces a committed change to `server_key` (`tenant<TAB>server`)
+    /// and returns once it is sent.
     ///
-    /// Sent *after* the write commits, in its own statement: a NOTIFY inside
-    /// the write transaction would hold PostgreSQL's global notify lock
-    /// through the commit's WAL flush and serialise every publish. If this
-    /// is lost (crash between commit and notify, or a failure here), other
-    /// replicas' ETag indexes catch up through their TTL.
+    /// Sent *after* the write commits, outside its transaction: a NOTIFY
+    /// inside the write transaction would hold PostgreSQL's global notify
+    /// lock through the commit's WAL flush and serialise every publish. The
+    /// announcements of concurrent writes are coalesced by [`Notifier`]. If
+    /// one is lost (crash between commit and notify, or a failure here),
+    /// other replicas' ETag indexes catch up through their TTL.
     async fn notify(&self, tenant: &TenantId, server_key: &str) {
-        let sent = sqlx::query("SELECT pg_notify($1, $2)")
-            .bind(REGISTRY_CHANNEL)
-            .bind(format!("{tenant}\t{server_key}"))
-            .execute(&self.pool)
-            .await;
-        if let Err(e) = sent {
-            tracing::warn!(error = %e, "registry change notification failed; other replicas catch up by TTL");
+        let payload = format!("{tenant}\t{server_key}");
+        if let Err(payload) = self.notifier.send(payload).await {
+            // The batching task is gone (its runtime ended): send alone.
+            send_notifications(&self.pool, vec![payload]).await;
         }
+    }
+}
+
+/// Coalesces registry change announcements. Each write hands its payload to
+/// one task and waits until it is sent; payloads that arrive while a batch
+/// is in flight go out together in the next one, as one statement (one
+/// transaction, one commit) instead of one transaction each, and each
+/// distinct payload once.
+#[derive(Debug, Clone)]
+pub(crate) struct Notifier {
+    tx: mpsc::UnboundedSender<(String, oneshot::Sender<()>)>,
+}
+
+impl Notifier {
+    /// Starts the batching task on the current Tokio runtime.
+    pub(crate) fn start(pool: PgPool) -> Self {
+        let (tx, mut rx) = mpsc::unbounded_channel::<(String, oneshot::Sender<()>)>();
+        tokio::spawn(async move {
+            while let Some(first) = rx.recv().await {
+                let mut batch = vec![first];
+                while batch.len() < 1000
+                    && let Ok(next) = rx.try_recv()
+                {
+                    batch.push(next);
+                }
+                let mut payloads: Vec<String> = batch.iter().map(|(p, _)| p.clone()).collect();
+                payloads.sort_unstable();
+                payloads.dedup();
+                send_notifications(&pool, payloads).await;
+                for (_, done) in batch {
+                    let _ = done.send(());
+                }
+            }
+        });
+        Self { tx }
+    }
+
+    /// Queues `payload` and waits until its batch is sent; gives it back
+    /// when the task no longer runs.
+    async fn send(&self, payload: String) -> Result<(), String> {
+        let (done, sent) = oneshot::channel();
+        if let Err(mpsc::error::SendError((payload, _))) = self.tx.send((payload, done)) {
+            return Err(payload);
+        }
+        // A dropped sender means the task ended mid-batch; the batch was
+        // attempted, and the TTL covers a loss.
+        let _ = sent.await;
+        Ok(())
+    }
+}
+
+/// One `pg_notify` per payload on [`REGISTRY_CHANNEL`], in one statement.
+async fn send_notifications(pool: &PgPool, payloads: Vec<String>) {
+    let sent = sqlx::query("SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p")
+        .bind(REGISTRY_CHANNEL)
+        .bind(payloads)
+        .execute(pool)
+        .await;
+    if let Err(e) = sent {
+        tracing::warn!(error = %e, "registry change notification failed; other replicas catch up by TTL");
     }
 }

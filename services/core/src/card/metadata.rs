@@ -4,31 +4,31 @@
 
 use serde_json::{Map, Value};
 
-use super::{Limits, opt_string};
+use super::{Limits, opt_str};
 use crate::error::{ValidationErrors, pointer_index, pointer_push};
 use crate::names::{ServerName, Version};
 
-/// The registry members of a card; `None` where a member was absent or
-/// invalid (the problem is recorded).
-pub(super) struct Metadata {
+/// The registry members of a card, borrowed from the document; `None` where
+/// a member was absent or invalid (the problem is recorded).
+pub(super) struct Metadata<'a> {
     pub(super) name: Option<ServerName>,
     pub(super) version: Option<Version>,
-    pub(super) title: Option<String>,
-    pub(super) description: Option<String>,
-    pub(super) website_url: Option<String>,
-    pub(super) repository: Option<Value>,
-    pub(super) remotes: Vec<Value>,
-    pub(super) packages: Vec<Value>,
-    pub(super) meta: Option<Map<String, Value>>,
+    pub(super) title: Option<&'a str>,
+    pub(super) description: Option<&'a str>,
+    pub(super) website_url: Option<&'a str>,
+    pub(super) repository: Option<&'a Value>,
+    pub(super) remotes: &'a [Value],
+    pub(super) packages: &'a [Value],
+    pub(super) meta: Option<&'a Map<String, Value>>,
 }
 
 /// Validates the registry members of the card object `obj`, recording every
 /// problem in `errors`.
-pub(super) fn parse_metadata(
-    obj: &Map<String, Value>,
+pub(super) fn parse_metadata<'a>(
+    obj: &'a Map<String, Value>,
     limits: &Limits,
     errors: &mut ValidationErrors,
-) -> Metadata {
+) -> Metadata<'a> {
     let name = match obj.get("name") {
         None => {
             errors.push("/name", "missing_field", "name is required");
@@ -55,8 +55,8 @@ pub(super) fn parse_metadata(
             None
         }
     };
-    let description = opt_string(obj, "description", "", errors);
-    if description.as_deref().is_some_and(|d| d.trim().is_empty()) {
+    let description = opt_str(obj, "description", "", errors);
+    if description.is_some_and(|d| d.trim().is_empty()) {
         // As the official registry's server.json schema (minLength 1).
         errors.push(
             "/description",
@@ -64,7 +64,7 @@ pub(super) fn parse_metadata(
             "description must not be empty when present",
         );
     }
-    if let Some(d) = &description
+    if let Some(d) = description
         && d.chars().count() > limits.max_card_description_chars
     {
         errors.push(
@@ -76,8 +76,8 @@ pub(super) fn parse_metadata(
             ),
         );
     }
-    let title = opt_string(obj, "title", "", errors);
-    if let Some(t) = &title
+    let title = opt_str(obj, "title", "", errors);
+    if let Some(t) = title
         && !(1..=100).contains(&t.chars().count())
     {
         errors.push(
@@ -86,12 +86,12 @@ pub(super) fn parse_metadata(
             "title must be 1 to 100 characters",
         );
     }
-    let website_url = opt_string(obj, "websiteUrl", "", errors);
-    if let Some(u) = &website_url {
+    let website_url = opt_str(obj, "websiteUrl", "", errors);
+    if let Some(u) = website_url {
         check_url(u, "/websiteUrl", errors);
     }
-    let repository = obj.get("repository").cloned();
-    if let Some(r) = &repository {
+    let repository = obj.get("repository");
+    if let Some(r) = repository {
         check_repository(r, errors);
     }
     let remotes = opt_array(obj, "remotes", "", errors);
@@ -104,7 +104,7 @@ pub(super) fn parse_metadata(
     }
     let meta = match obj.get("_meta") {
         None => None,
-        Some(Value::Object(m)) => Some(m.clone()),
+        Some(Value::Object(m)) => Some(m),
         Some(_) => {
             errors.push("/_meta", "invalid_field", "_meta must be an object");
             None
@@ -264,22 +264,22 @@ fn check_package(pkg: &Value, p: &str, errors: &mut ValidationErrors) {
 
 /// The array member `key` of `obj` (empty when absent); any other type is
 /// an `invalid_field` error at `base/key`.
-fn opt_array(
-    obj: &Map<String, Value>,
+fn opt_array<'a>(
+    obj: &'a Map<String, Value>,
     key: &str,
     base: &str,
     errors: &mut ValidationErrors,
-) -> Vec<Value> {
+) -> &'a [Value] {
     match obj.get(key) {
-        None => Vec::new(),
-        Some(Value::Array(a)) => a.clone(),
+        None => &[],
+        Some(Value::Array(a)) => a,
         Some(_) => {
             errors.push(
                 pointer_push(base, key),
                 "invalid_field",
                 format!("{key} must be an array"),
             );
-            Vec::new()
+            &[]
         }
     }
 }

@@ -52,7 +52,7 @@ use crate::names::{ServerName, Version};
 pub use signature::{
     AnnotationsForm, Prompt, Resource, ResourceTemplate, SecurityScheme, Signature, SignatureTool,
 };
-pub(crate) use signature::{parse_security_schemes, parse_signature, parse_tool};
+pub(crate) use signature::{check_signature, parse_security_schemes, parse_signature, parse_tool};
 
 /// Configurable limits on accepted documents (`[limits]` in the server's
 /// configuration; every field is optional there and defaults as below).
@@ -144,57 +144,42 @@ impl ServerCard {
         Ok(card)
     }
 
+    /// Checks `doc` as a server card under every rule of
+    /// [`ServerCard::from_value`], in one pass and without building the
+    /// signature model (no copy of any part of the document): what the
+    /// publish path needs to store a version. The errors are exactly those
+    /// `from_value` reports for the same document.
+    pub fn check(doc: &Value, limits: &Limits) -> Result<CheckedCard, ValidationErrors> {
+        let c = inspect(doc, limits, false)?;
+        Ok(CheckedCard {
+            name: c.name,
+            version: c.version,
+            title: c.meta.title.map(str::to_owned),
+            description: c.meta.description.map(str::to_owned),
+            tools: c.tools,
+            digest: c.digest,
+            canonical: c.canonical,
+        })
+    }
+
     fn parse(doc: &Value, limits: &Limits) -> Result<ServerCard, ValidationErrors> {
-        let canonical = canonical_bytes(doc);
-        if canonical.len() > limits.max_document_bytes {
-            return Err(ValidationErrors::single(
-                "",
-                "document_too_large",
-                format!(
-                    "document is {} bytes in canonical form; the limit is {}",
-                    canonical.len(),
-                    limits.max_document_bytes
-                ),
-            ));
-        }
-        check_depth(doc, limits.max_depth)?;
-        let mut errors = ValidationErrors::new();
-        let Some(obj) = doc.as_object() else {
-            return Err(ValidationErrors::single(
-                "",
-                "invalid_document",
-                "a server card must be a JSON object",
-            ));
-        };
-        let meta = metadata::parse_metadata(obj, limits, &mut errors);
-        let signature = match obj.get("signature") {
-            None => Signature::default(),
-            Some(sig) => parse_signature(sig, "/signature", limits, Mode::Declared, &mut errors),
-        };
-        if errors.exceeds_limits() {
-            errors
-                .errors
-                .retain(|e| crate::error::LIMIT_CODES.contains(&e.code));
-        }
-        let (Some(name), Some(version)) = (meta.name, meta.version) else {
-            return errors.into_result(()).and_then(|_| unreachable_card());
-        };
-        let card = ServerCard {
-            name,
-            version,
-            title: meta.title,
-            description: meta.description,
-            website_url: meta.website_url,
-            repository: meta.repository,
-            remotes: meta.remotes,
-            packages: meta.packages,
-            meta: meta.meta,
-            signature,
-            digest: digest_bytes(&canonical),
-            canonical,
+        let c = inspect(doc, limits, true)?;
+        let m = c.meta;
+        Ok(ServerCard {
+            name: c.name,
+            version: c.version,
+            title: m.title.map(str::to_owned),
+            description: m.description.map(str::to_owned),
+            website_url: m.website_url.map(str::to_owned),
+            repository: m.repository.cloned(),
+            remotes: m.remotes.to_vec(),
+            packages: m.packages.to_vec(),
+            meta: m.meta.cloned(),
+            signature: c.signature,
+            digest: c.digest,
+            canonical: c.canonical,
             raw: Value::Null,
-        };
-        errors.into_result(card)
+        })
     }
 
     /// The document exactly as published.
@@ -224,13 +209,115 @@ impl ServerCard {
     }
 }
 
-fn unreachable_card() -> Result<ServerCard, ValidationErrors> {
+fn unreachable_card<T>() -> Result<T, ValidationErrors> {
     // Only reached when name or version failed, which always pushed an error.
     Err(ValidationErrors::single(
         "",
         "invalid_document",
         "name and version are required",
     ))
+}
+
+/// A card that passed [`ServerCard::check`]: what a stored version needs
+/// (identity, listing fields, canonical bytes and digest), computed once.
+#[derive(Debug, Clone)]
+pub struct CheckedCard {
+    /// `name`.
+    pub name: ServerName,
+    /// `version`.
+    pub version: Version,
+    /// `title`, if any.
+    pub title: Option<String>,
+    /// `description`, if any.
+    pub description: Option<String>,
+    /// Number of tools in the signature.
+    pub tools: usize,
+    digest: String,
+    canonical: Vec<u8>,
+}
+
+impl CheckedCard {
+    /// `sha256:<hex>` of the canonical document: the version's identity.
+    pub fn digest(&self) -> &str {
+        &self.digest
+    }
+
+    /// The RFC 8785 canonical form (the bytes the digest covers).
+    pub fn canonical(&self) -> &[u8] {
+        &self.canonical
+    }
+}
+
+/// One validation pass over a card, borrowing the document.
+struct Inspected<'a> {
+    name: ServerName,
+    version: Version,
+    meta: metadata::Metadata<'a>,
+    signature: Signature,
+    tools: usize,
+    digest: String,
+    canonical: Vec<u8>,
+}
+
+/// Every card rule over `doc`, all problems at once; the signature model is
+/// built only when `build` is set.
+fn inspect<'a>(
+    doc: &'a Value,
+    limits: &Limits,
+    build: bool,
+) -> Result<Inspected<'a>, ValidationErrors> {
+    let canonical = canonical_bytes(doc);
+    if canonical.len() > limits.max_document_bytes {
+        return Err(ValidationErrors::single(
+            "",
+            "document_too_large",
+            format!(
+                "document is {} bytes in canonical form; the limit is {}",
+                canonical.len(),
+                limits.max_document_bytes
+            ),
+        ));
+    }
+    check_depth(doc, limits.max_depth)?;
+    let mut errors = ValidationErrors::new();
+    let Some(obj) = doc.as_object() else {
+        return Err(ValidationErrors::single(
+            "",
+            "invalid_document",
+            "a server card must be a JSON object",
+        ));
+    };
+    let mut meta = metadata::parse_metadata(obj, limits, &mut errors);
+    let (signature, tools) = match obj.get("signature") {
+        None => (Signature::default(), 0),
+        Some(sig) if build => {
+            let s = parse_signature(sig, "/signature", limits, Mode::Declared, &mut errors);
+            let n = s.tools.len();
+            (s, n)
+        }
+        Some(sig) => (
+            Signature::default(),
+            check_signature(sig, "/signature", limits, &mut errors),
+        ),
+    };
+    if errors.exceeds_limits() {
+        errors
+            .errors
+            .retain(|e| crate::error::LIMIT_CODES.contains(&e.code));
+    }
+    let (Some(name), Some(version)) = (meta.name.take(), meta.version.take()) else {
+        return errors.into_result(()).and_then(|_| unreachable_card());
+    };
+    let digest = digest_bytes(&canonical);
+    errors.into_result(Inspected {
+        name,
+        version,
+        meta,
+        signature,
+        tools,
+        digest,
+        canonical,
+    })
 }
 
 /// Whether a list is a declaration (signature) or an observation.
@@ -289,15 +376,15 @@ pub fn check_depth(v: &Value, max: usize) -> Result<(), ValidationErrors> {
 
 /// The string member `key` of `obj`, if present; any other type is an
 /// `invalid_field` error at `base/key`.
-fn opt_string(
-    obj: &Map<String, Value>,
+fn opt_str<'a>(
+    obj: &'a Map<String, Value>,
     key: &str,
     base: &str,
     errors: &mut ValidationErrors,
-) -> Option<String> {
+) -> Option<&'a str> {
     match obj.get(key) {
         None => None,
-        Some(Value::String(s)) => Some(s.clone()),
+        Some(Value::String(s)) => Some(s),
         Some(_) => {
             errors.push(
                 pointer_push(base, key),
@@ -446,6 +533,48 @@ mod tests {
             pointers(&e),
             [("/signature/tools/0/annotations", "too_many_possibilities")]
         );
+    }
+
+    /// `check` (the publish path) applies exactly the rules of `from_value`:
+    /// the same errors for a bad card, the same identity for a good one.
+    #[test]
+    fn check_agrees_with_the_full_model() {
+        let bad = json!({
+            "name": "nope", "version": "latest", "title": "",
+            "remotes": [{"type": "ws", "url": "ftp://x"}],
+            "signature": {"tools": [
+                {"name": "a", "inputSchema": {"type": "object"}},
+                {"name": "a", "inputSchema": {"type": "string"}},
+                {"name": "b", "inputSchema": {"type": "object", "properties": 3},
+                 "outputSchema": {"type": 7}, "annotations": [{"readOnlyHint": 1}]},
+                {"name": 3}
+            ], "prompts": [{"name": "p"}, {"name": "p"}],
+               "resourceTemplates": [{"uriTemplate": 1}]}
+        });
+        let full = ServerCard::from_value(&bad, &Limits::default()).unwrap_err();
+        let checked = ServerCard::check(&bad, &Limits::default()).unwrap_err();
+        assert!(full.errors.len() >= 10, "{full:?}");
+        assert_eq!(pointers(&checked), pointers(&full));
+
+        let good = json!({"name": "io.github.a/b", "version": "2.0.0", "title": "B",
+            "description": "d", "signature": {"tools": [
+                {"name": "t", "inputSchema": {"type": "object"}},
+                {"name": "u", "inputSchema": {"type": "object"}}]}});
+        let full = ServerCard::from_value(&good, &Limits::default()).unwrap();
+        let checked = ServerCard::check(&good, &Limits::default()).unwrap();
+        assert_eq!(checked.digest(), full.digest());
+        assert_eq!(checked.canonical(), full.canonical());
+        assert_eq!(checked.tools, 2);
+        assert_eq!(checked.name, full.name);
+        assert_eq!(checked.title.as_deref(), Some("B"));
+        assert_eq!(checked.description.as_deref(), Some("d"));
+
+        let l = Limits {
+            max_tools: 1,
+            ..Limits::default()
+        };
+        let e = ServerCard::check(&good, &l).unwrap_err();
+        assert_eq!(pointers(&e), [("/signature/tools", "too_many_tools")]);
     }
 
     #[test]

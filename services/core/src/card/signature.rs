@@ -11,7 +11,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::schema::check_schema;
-use super::{Limits, Mode, opt_bool, opt_string};
+use super::{Limits, Mode, opt_bool, opt_str};
 use crate::annotations::{Annotations, PolicyHints};
 use crate::digest::canonical_bytes;
 use crate::error::{ValidationErrors, pointer_index, pointer_push};
@@ -142,10 +142,37 @@ pub(crate) fn parse_signature(
     mode: Mode,
     errors: &mut ValidationErrors,
 ) -> Signature {
+    walk_signature(sig, base, limits, mode, true, errors).0
+}
+
+/// Checks a `signature` object found at `base` under every rule of
+/// [`parse_signature`] without building its model (no copy of any tool,
+/// prompt or resource); returns the number of tools. The publish path.
+pub(crate) fn check_signature(
+    sig: &Value,
+    base: &str,
+    limits: &Limits,
+    errors: &mut ValidationErrors,
+) -> usize {
+    walk_signature(sig, base, limits, Mode::Declared, false, errors).1
+}
+
+/// One pass over a signature: every rule is checked; the owned model is
+/// built only when `build` is set. Returns it (empty unless `build`) and
+/// the number of tools with a usable name.
+fn walk_signature(
+    sig: &Value,
+    base: &str,
+    limits: &Limits,
+    mode: Mode,
+    build: bool,
+    errors: &mut ValidationErrors,
+) -> (Signature, usize) {
     let mut out = Signature::default();
+    let mut tools = 0;
     let Some(obj) = sig.as_object() else {
         errors.push(base, "invalid_field", "signature must be an object");
-        return out;
+        return (out, tools);
     };
     let keys = ["tools", "prompts", "resources", "resourceTemplates"];
     let mut lists: [&[Value]; 4] = [&[]; 4];
@@ -181,25 +208,28 @@ pub(crate) fn parse_signature(
         }
     }
     if errors.exceeds_limits() {
-        return out;
+        return (out, tools);
     }
     let tools_base = pointer_push(base, "tools");
-    let mut seen = BTreeSet::new();
+    let mut seen: BTreeSet<&str> = BTreeSet::new();
     for (i, t) in lists[0].iter().enumerate() {
         let p = pointer_index(&tools_base, i);
-        if let Some(tool) = parse_tool(t, &p, limits, mode, errors) {
-            if mode == Mode::Declared && !seen.insert(tool.name.clone()) {
+        if let Some(tool) = check_tool(t, &p, limits, mode, errors) {
+            if mode == Mode::Declared && !seen.insert(tool.name) {
                 errors.push(
                     pointer_push(&p, "name"),
                     "duplicate_name",
                     format!("tool name {:?} is declared twice", tool.name),
                 );
             }
-            out.tools.push(tool);
+            tools += 1;
+            if build {
+                out.tools.push(tool.into_tool());
+            }
         }
     }
     let prompts_base = pointer_push(base, "prompts");
-    let mut seen = BTreeSet::new();
+    let mut seen: BTreeSet<&str> = BTreeSet::new();
     for (i, pr) in lists[1].iter().enumerate() {
         let p = pointer_index(&prompts_base, i);
         let Some(o) = pr.as_object() else {
@@ -208,17 +238,19 @@ pub(crate) fn parse_signature(
         };
         match o.get("name").and_then(Value::as_str) {
             Some(n) if !n.is_empty() && n.chars().count() <= limits.max_name_chars => {
-                if mode == Mode::Declared && !seen.insert(n.to_owned()) {
+                if mode == Mode::Declared && !seen.insert(n) {
                     errors.push(
                         pointer_push(&p, "name"),
                         "duplicate_name",
                         format!("prompt name {n:?} is declared twice"),
                     );
                 }
-                out.prompts.push(Prompt {
-                    name: n.to_owned(),
-                    raw: pr.clone(),
-                });
+                if build {
+                    out.prompts.push(Prompt {
+                        name: n.to_owned(),
+                        raw: pr.clone(),
+                    });
+                }
             }
             Some(_) => errors.push(
                 pointer_push(&p, "name"),
@@ -239,10 +271,14 @@ pub(crate) fn parse_signature(
     for (i, r) in lists[2].iter().enumerate() {
         let p = pointer_index(&res_base, i);
         match r.get("uri").and_then(Value::as_str) {
-            Some(u) if r.is_object() => out.resources.push(Resource {
-                uri: u.to_owned(),
-                raw: r.clone(),
-            }),
+            Some(u) if r.is_object() => {
+                if build {
+                    out.resources.push(Resource {
+                        uri: u.to_owned(),
+                        raw: r.clone(),
+                    });
+                }
+            }
             _ => errors.push(
                 pointer_push(&p, "uri"),
                 "missing_field",
@@ -258,10 +294,12 @@ pub(crate) fn parse_signature(
                 if mode == Mode::Declared {
                     check_uri_template(u, &pointer_push(&p, "uriTemplate"), limits, errors);
                 }
-                out.resource_templates.push(ResourceTemplate {
-                    uri_template: u.to_owned(),
-                    raw: r.clone(),
-                });
+                if build {
+                    out.resource_templates.push(ResourceTemplate {
+                        uri_template: u.to_owned(),
+                        raw: r.clone(),
+                    });
+                }
             }
             _ => errors.push(
                 pointer_push(&p, "uriTemplate"),
@@ -270,7 +308,7 @@ pub(crate) fn parse_signature(
             ),
         }
     }
-    out
+    (out, tools)
 }
 
 /// Bounds a declared `uriTemplate` (at pointer `p`): its length, and the
@@ -309,6 +347,55 @@ pub(crate) fn parse_tool(
     mode: Mode,
     errors: &mut ValidationErrors,
 ) -> Option<SignatureTool> {
+    check_tool(t, p, limits, mode, errors).map(ToolParts::into_tool)
+}
+
+/// A tool that passed [`check_tool`], still borrowing the document: the
+/// owned [`SignatureTool`] is built from it only when a model is wanted.
+struct ToolParts<'a> {
+    name: &'a str,
+    title: Option<&'a str>,
+    description: Option<&'a str>,
+    input_schema: Option<&'a Value>,
+    output_schema: Option<&'a Value>,
+    possibilities: Vec<Annotations>,
+    annotations_form: AnnotationsForm,
+    policy: PolicyHints,
+    security_schemes: Option<Vec<SecurityScheme>>,
+    resolve: bool,
+    dynamic_annotations: bool,
+    raw: &'a Value,
+}
+
+impl ToolParts<'_> {
+    fn into_tool(self) -> SignatureTool {
+        SignatureTool {
+            name: self.name.to_owned(),
+            title: self.title.map(str::to_owned),
+            description: self.description.map(str::to_owned),
+            input_schema_canonical: self.input_schema.map(canonical_bytes),
+            input_schema: self.input_schema.cloned(),
+            output_schema: self.output_schema.cloned(),
+            possibilities: self.possibilities,
+            annotations_form: self.annotations_form,
+            policy: self.policy,
+            security_schemes: self.security_schemes,
+            resolve: self.resolve,
+            dynamic_annotations: self.dynamic_annotations,
+            raw: self.raw.clone(),
+        }
+    }
+}
+
+/// Checks one tool at pointer `p` under every rule, copying nothing.
+/// Returns `None` only when the tool has no usable name.
+fn check_tool<'a>(
+    t: &'a Value,
+    p: &str,
+    limits: &Limits,
+    mode: Mode,
+    errors: &mut ValidationErrors,
+) -> Option<ToolParts<'a>> {
     let Some(o) = t.as_object() else {
         errors.push(p, "invalid_tool", "a tool must be an object");
         return None;
@@ -325,7 +412,7 @@ pub(crate) fn parse_tool(
                     ),
                 );
             }
-            n.clone()
+            n.as_str()
         }
         Some(_) => {
             errors.push(
@@ -344,8 +431,8 @@ pub(crate) fn parse_tool(
             return None;
         }
     };
-    let title = opt_string(o, "title", p, errors);
-    let description = opt_string(o, "description", p, errors);
+    let title = opt_str(o, "title", p, errors);
+    let description = opt_str(o, "description", p, errors);
     let input_schema = match o.get("inputSchema") {
         None => {
             if mode == Mode::Declared {
@@ -367,11 +454,11 @@ pub(crate) fn parse_tool(
                     errors,
                 );
             }
-            Some(s.clone())
+            Some(s)
         }
     };
-    let output_schema = o.get("outputSchema").cloned();
-    if let Some(s) = &output_schema
+    let output_schema = o.get("outputSchema");
+    if let Some(s) = output_schema
         && mode == Mode::Declared
     {
         check_schema(
@@ -429,8 +516,7 @@ pub(crate) fn parse_tool(
         .map(|s| parse_security_schemes(s, &pointer_push(p, "securitySchemes"), errors));
     let resolve = opt_bool(o, "resolve", p, errors);
     let dynamic_annotations = opt_bool(o, "dynamicAnnotations", p, errors);
-    let input_schema_canonical = input_schema.as_ref().map(canonical_bytes);
-    Some(SignatureTool {
+    Some(ToolParts {
         name,
         title,
         description,
@@ -442,8 +528,7 @@ pub(crate) fn parse_tool(
         security_schemes,
         resolve,
         dynamic_annotations,
-        raw: t.clone(),
-        input_schema_canonical,
+        raw: t,
     })
 }
 

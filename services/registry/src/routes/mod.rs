@@ -12,7 +12,7 @@ use signet_core::Mode;
 use signet_core::card::ServerCard;
 use signet_core::ids::Timestamp;
 use signet_http::auth::Role;
-use signet_http::body::read_value;
+use signet_http::body::{read_json_bytes, read_value};
 use signet_http::cpu::offload;
 use signet_http::pagination::finish_page;
 use signet_http::problem::{ApiError, FieldError, ProblemBody};

@@ -39,13 +39,13 @@ pub async fn publish_version(
     req: Request,
 ) -> Result<Response, ApiError> {
     scope.require_any(&[Role::Publisher, Role::Admin])?;
-    let doc = read_value(req, &()).await?;
+    let body = read_json_bytes(req, &()).await?;
     publish_response(
         &scope,
-        publish(
+        publish_body(
             &st,
             &scope,
-            doc,
+            body,
             Some((&p.server, &p.version)),
             "version.published",
         )
