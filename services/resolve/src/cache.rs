@@ -4,8 +4,9 @@
 //!
 //! - **Bytes-weighted.** One moka cache bounded by `capacity_bytes`
 //!   (default 256 MiB); each entry weighs an estimate of what it holds (key
-//!   bytes, the served tool and findings at about twice their JSON size, and
-//!   a fixed per-entry overhead). moka's TinyLFU admission and LRU eviction
+//!   bytes, the served tool and findings at about twice their JSON size,
+//!   the response body rendered at the entry's first hit, and a fixed
+//!   per-entry overhead). moka's TinyLFU admission and LRU eviction
 //!   decide what stays when the cache is full: a burst of one-off keys does
 //!   not displace entries that are used.
 //! - **Expiry = the session's.** An entry never outlives the session that

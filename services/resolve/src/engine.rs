@@ -792,11 +792,16 @@ fn remember(
     }
 }
 
+/// Bytes a hit's rendered body adds around the tool's JSON (`source`,
+/// `conformant`, empty findings, field names).
+const HIT_BODY_ENVELOPE: usize = 128;
+
 /// The weight of an entry: key bytes, the answer at about twice its
-/// JSON size (a `Value` tree costs more than its text), and the fixed
-/// per-entry overhead.
+/// JSON size (a `Value` tree costs more than its text), the body rendered
+/// at its first hit (counted from the start, so a hit never grows an
+/// entry past its weight), and the fixed per-entry overhead.
 fn weigh(key: &CacheKey, json: usize) -> u32 {
-    let w = key.heap_size() + 2 * json + ENTRY_OVERHEAD as usize;
+    let w = key.heap_size() + 3 * json + HIT_BODY_ENVELOPE + ENTRY_OVERHEAD as usize;
     u32::try_from(w).unwrap_or(u32::MAX)
 }
 
