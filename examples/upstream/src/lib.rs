@@ -93,6 +93,10 @@ pub struct Switches {
     /// Offer only the session-based protocol versions (up to 2025-11-25),
     /// not 2026-07-28; read when a client connects.
     pub legacy_only: bool,
+    /// Seed-shaped `tools/resolve` answers carry `securitySchemes` narrowed
+    /// to the action ([`security_schemes_for_action`]), as SEP-1862's
+    /// "Dynamic Security Schemes" allows.
+    pub schemes: bool,
 }
 
 impl Switches {
@@ -117,6 +121,9 @@ impl Switches {
         if let Some(b) = v.get("legacy_only").and_then(Value::as_bool) {
             base.legacy_only = b;
         }
+        if let Some(b) = v.get("schemes").and_then(Value::as_bool) {
+            base.schemes = b;
+        }
         match v.get("shape").and_then(Value::as_str) {
             Some("seed") => base.shape = Shape::Seed,
             Some("extension") => base.shape = Shape::Extension,
@@ -133,6 +140,7 @@ impl Switches {
             "delay_ms": self.delay.as_millis() as u64,
             "error": self.error,
             "legacy_only": self.legacy_only,
+            "schemes": self.schemes,
             "overloaded_secs": self.overloaded,
             "shape": match self.shape {
                 Shape::Seed => "seed",
@@ -162,6 +170,25 @@ pub fn annotations_for_action(action: &str) -> Value {
         }
         _ => worst_case_annotations(),
     }
+}
+
+/// Every `securitySchemes` alternative `manage_files` may need (what a
+/// signature declares when the `schemes` switch is on): `files:read`, or
+/// `files:read` with `files:write`.
+pub fn declared_security_schemes() -> Value {
+    json!([
+        {"type": "oauth2", "scopes": ["files:read"]},
+        {"type": "oauth2", "scopes": ["files:read", "files:write"]}
+    ])
+}
+
+/// The `securitySchemes` a resolution gives each action (switch
+/// `schemes`): `read` needs only `files:read`, anything else also
+/// `files:write`. Each is one of [`declared_security_schemes`].
+pub fn security_schemes_for_action(action: &str) -> Value {
+    let all = declared_security_schemes();
+    let i = usize::from(action != "read");
+    json!([all[i].clone()])
 }
 
 fn input_schema() -> Value {
@@ -269,6 +296,9 @@ impl Shared {
             Shape::Seed => {
                 let mut tool = manage_files_tool();
                 tool["annotations"] = annotations;
+                if sw.schemes {
+                    tool["securitySchemes"] = security_schemes_for_action(action);
+                }
                 json!({"tool": tool})
             }
             Shape::Extension => json!({

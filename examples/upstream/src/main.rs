@@ -33,6 +33,9 @@ struct Args {
     /// Offer only session-based protocol versions (no 2026-07-28).
     #[arg(long)]
     legacy_only: bool,
+    /// Resolutions carry securitySchemes narrowed to the action.
+    #[arg(long)]
+    schemes: bool,
     /// Result shape of tools/resolve.
     #[arg(long, value_enum, default_value_t = Shape::Seed)]
     shape: Shape,
@@ -56,6 +59,7 @@ async fn main() -> anyhow::Result<()> {
             shape: a.shape,
             legacy_only: a.legacy_only,
             overloaded: a.overloaded_secs,
+            schemes: a.schemes,
         },
     )
     .await?;

@@ -29,5 +29,8 @@ pub mod store;
 
 pub use model::{GrantRow, GrantStatus, Preset, Profile, ProviderRow, StateRow};
 pub use providers::{ProviderView, Providers};
-pub use state::{ScopeConfig, ScopeState, Sealer, Signatures, UrlPolicy, VersionTools};
+pub use state::{
+    ScopeConfig, ScopeState, Sealer, SessionResolved, SessionTools, Signatures, UrlPolicy,
+    VersionTools,
+};
 pub use store::{AuditNote, Expect, GrantOutcome, ProviderWrite, ScopeStore, ScopeStoreError};

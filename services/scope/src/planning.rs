@@ -18,6 +18,10 @@ use crate::providers::ProviderView;
 /// The most granted scopes a plan request may list.
 pub const MAX_GRANTED: usize = 256;
 
+/// The most calls a plan through a resolve session may list (a resolve
+/// batch's limit: every call may reach the upstream).
+pub const MAX_SESSION_CALLS: usize = 100;
+
 /// Body of `POST /v1/tenants/{tenant}/scopes/plan`.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -34,7 +38,11 @@ pub struct PlanBody {
     /// Exact version or `latest` (the default).
     #[serde(default)]
     pub version: Option<String>,
-    /// A resolve session to plan through (argument-specific schemes).
+    /// A resolve session to plan through instead of `server` and
+    /// `version`: each call is resolved through the session's resolve
+    /// cache, so argument-specific `securitySchemes` from the resolution
+    /// count (SEP-1862, "Dynamic Security Schemes"); the server and version
+    /// are the session's pinned ones. At most 100 calls.
     #[serde(default)]
     pub session: Option<String>,
     /// The calls to plan for, at most 1,024.
@@ -50,7 +58,8 @@ pub struct PlanBody {
 pub struct PlanCallBody {
     /// Tool name.
     pub name: String,
-    /// The call's arguments (used when the plan goes through a session).
+    /// The call's arguments, an object (used when the plan goes through a
+    /// session; default `{}`).
     #[serde(default)]
     #[schema(value_type = Object)]
     pub arguments: Option<Value>,
@@ -254,16 +263,34 @@ pub fn check_body(body: &PlanBody) -> Result<(), ApiError> {
         ));
     }
     if body.session.is_some() {
-        errors.push(field(
-            "/session",
-            "session_plans_unavailable",
-            "plans through a resolve session are not available yet; give `server` and `version`",
-        ));
+        if body.server.is_some() || body.version.is_some() {
+            errors.push(field(
+                "/session",
+                "session_or_server",
+                "give either `session` or `server` (and `version`), not both",
+            ));
+        }
+        if body.calls.len() > MAX_SESSION_CALLS {
+            errors.push(field(
+                "/calls",
+                "too_many_calls",
+                format!("at most {MAX_SESSION_CALLS} calls per plan through a session"),
+            ));
+        }
+        for (i, c) in body.calls.iter().enumerate() {
+            if c.arguments.as_ref().is_some_and(|a| !a.is_object()) {
+                errors.push(field(
+                    pointer_index("/calls", i) + "/arguments",
+                    "invalid_type",
+                    "arguments must be a JSON object",
+                ));
+            }
+        }
     } else if body.server.is_none() {
         errors.push(field(
             "/server",
             "required",
-            "give `server` (and optionally `version`)",
+            "give `server` (and optionally `version`), or `session`",
         ));
     }
     if errors.is_empty() {
@@ -285,17 +312,74 @@ pub fn plan_version(
         .iter()
         .filter_map(|t| Some((tool_name(t)?, t)))
         .collect();
+    let per_call: Vec<Result<&Value, Vec<FieldError>>> = body
+        .calls
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            by_name.get(c.name.as_str()).copied().ok_or_else(|| {
+                vec![field(
+                    pointer_index("/calls", i) + "/name",
+                    "unknown_tool",
+                    format!("{server} {version} has no tool named {:?}", c.name),
+                )]
+            })
+        })
+        .collect();
+    plan_tools(provider, server, version, &per_call, body)
+}
+
+/// Plans `body.calls` through a resolve session: each call's tool is the
+/// one the session's resolve cache served for its arguments, so
+/// `securitySchemes` narrowed by the resolution are what the planner
+/// chooses from (SEP-1862, "Dynamic Security Schemes"); a call the
+/// upstream did not resolve plans over the declared worst case the cache
+/// served instead. Errors of a call (undeclared tool, arguments outside
+/// its `inputSchema`) point below `/calls/{i}`.
+pub fn plan_session(
+    provider: &ProviderView,
+    resolved: &crate::state::SessionResolved,
+    body: &PlanBody,
+) -> Result<PlanResponse, ApiError> {
+    let per_call: Vec<Result<&Value, Vec<FieldError>>> = resolved
+        .tools
+        .iter()
+        .enumerate()
+        .map(|(i, r)| match r {
+            Ok(t) => Ok(t.as_ref()),
+            Err(errs) => Err(errs
+                .iter()
+                .map(|f| field(pointer_index("/calls", i) + &f.pointer, &f.code, &f.message))
+                .collect()),
+        })
+        .collect();
+    plan_tools(
+        provider,
+        &resolved.server,
+        &resolved.version,
+        &per_call,
+        body,
+    )
+}
+
+/// Plans `body.calls`, call `i` against `tools[i]`.
+fn plan_tools(
+    provider: &ProviderView,
+    server: &str,
+    version: &str,
+    tools: &[Result<&Value, Vec<FieldError>>],
+    body: &PlanBody,
+) -> Result<PlanResponse, ApiError> {
     let mut errors = Vec::new();
     let mut declared = Vec::with_capacity(body.calls.len());
     let mut notices = Vec::new();
-    for (i, c) in body.calls.iter().enumerate() {
-        let Some(tool) = by_name.get(c.name.as_str()) else {
-            errors.push(field(
-                pointer_index("/calls", i) + "/name",
-                "unknown_tool",
-                format!("{server} {version} has no tool named {:?}", c.name),
-            ));
-            continue;
+    for (i, t) in tools.iter().enumerate() {
+        let tool = match t {
+            Ok(t) => *t,
+            Err(e) => {
+                errors.extend(e.iter().cloned());
+                continue;
+            }
         };
         match declared_schemes(tool, &pointer_index("/calls", i)) {
             Ok(d) => {
@@ -471,10 +555,21 @@ mod tests {
             .into_errors();
         assert_eq!(errs[0].pointer, "/granted/0");
         assert_eq!(errs[0].code, "invalid_scope");
-        let errs = check_body(&body(json!({"session": "s", "calls": []})))
+        check_body(&body(json!({"session": "s", "calls": [{"name": "t"}]}))).unwrap();
+        let errs = check_body(&body(
+            json!({"session": "s", "server": "x", "calls": [{"name": "t", "arguments": 1}]}),
+        ))
+        .unwrap_err()
+        .into_errors();
+        assert_eq!(errs[0].code, "session_or_server");
+        assert_eq!(errs[1].pointer, "/calls/0/arguments");
+        let many: Vec<Value> = (0..=MAX_SESSION_CALLS)
+            .map(|_| json!({"name": "t"}))
+            .collect();
+        let errs = check_body(&body(json!({"session": "s", "calls": many})))
             .unwrap_err()
             .into_errors();
-        assert_eq!(errs[0].code, "session_plans_unavailable");
+        assert_eq!(errs[0].code, "too_many_calls");
         let errs = check_body(&body(json!({"calls": []})))
             .unwrap_err()
             .into_errors();
@@ -513,5 +608,55 @@ mod tests {
         );
         assert_eq!(resource_metadata_url("ftp://x/y"), None);
         assert_eq!(resource_metadata_url("not a url"), None);
+    }
+}
+
+#[cfg(test)]
+mod session_tests {
+    use std::sync::Arc;
+
+    use serde_json::json;
+    use signet_core::scope::Preset;
+
+    use super::*;
+    use crate::state::SessionResolved;
+
+    #[test]
+    fn session_plans_use_the_resolved_tools_and_point_at_bad_calls() {
+        let google = ProviderView {
+            name: "google".into(),
+            hierarchy: Arc::new(Preset::Google.hierarchy()),
+            default_scopes: Vec::new(),
+            resources: BTreeMap::new(),
+        };
+        let b: PlanBody = serde_json::from_value(json!({"session": "s", "calls": [
+            {"name": "f", "arguments": {"a": "read"}}, {"name": "f", "arguments": {"a": "delete"}}]}))
+        .unwrap();
+        let narrowed = |s: &[&str]| {
+            Ok(Arc::new(
+                json!({"name": "f", "securitySchemes": [{"type": "oauth2", "scopes": s}]}),
+            ))
+        };
+        let resolved = SessionResolved {
+            server: "srv".into(),
+            version: "1.0.0".into(),
+            tools: vec![narrowed(&["r"]), narrowed(&["r", "w"])],
+        };
+        let v = serde_json::to_value(plan_session(&google, &resolved, &b).unwrap()).unwrap();
+        assert_eq!(v["server"], "srv");
+        assert_eq!(v["calls"][1]["scopes"], json!(["r", "w"]));
+        assert_eq!(v["required"], json!(["r", "w"]));
+        let resolved = SessionResolved {
+            tools: vec![
+                narrowed(&["r"]),
+                Err(vec![field("/arguments/a", "invalid_argument", "no")]),
+            ],
+            ..resolved
+        };
+        let errs = plan_session(&google, &resolved, &b)
+            .unwrap_err()
+            .into_errors();
+        assert_eq!(errs[0].pointer, "/calls/1/arguments/a");
+        assert_eq!(errs[0].code, "invalid_argument");
     }
 }

@@ -7,7 +7,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde_json::Value;
 use signet_core::ids::{TenantId, Timestamp};
-use signet_http::problem::ApiError;
+use signet_http::TenantScope;
+use signet_http::problem::{ApiError, FieldError};
 
 use crate::providers::Providers;
 use crate::store::ScopeStore;
@@ -37,6 +38,40 @@ pub trait Signatures: Send + Sync + 'static {
         server: &str,
         version: &str,
     ) -> Result<VersionTools, ApiError>;
+}
+
+/// What a resolve session answered for the calls of a plan.
+#[derive(Debug, Clone)]
+pub struct SessionResolved {
+    /// The session's pinned server (canonical name).
+    pub server: String,
+    /// The session's pinned exact version.
+    pub version: String,
+    /// Per call, in order: the tool as the resolve cache served it (the
+    /// upstream's resolution, or the declared worst case on `static` and
+    /// `fallback`), or what is wrong with the call (pointers relative to
+    /// the call: `/name`, `/arguments/...`).
+    pub tools: Vec<Result<Arc<Value>, Vec<FieldError>>>,
+}
+
+/// Resolve sessions, as the scope service plans through them. Implemented
+/// by the server over the resolve service when both run in one process.
+///
+/// SEP-1862 ("Dynamic Security Schemes"): a resolved tool may narrow its
+/// `securitySchemes` to what these arguments need, so a plan through a
+/// session uses the resolved tools rather than the declared worst case.
+#[async_trait]
+pub trait SessionTools: Send + Sync + 'static {
+    /// Resolves `calls` (name, arguments) within `session` for the caller
+    /// of `scope` (its tenant and its token's `iss` + `sub`). Another
+    /// caller's or an unknown session is 404 `session_not_found`; an
+    /// expired one 410.
+    async fn resolve(
+        &self,
+        scope: &TenantScope,
+        session: &str,
+        calls: &[(String, Value)],
+    ) -> Result<SessionResolved, ApiError>;
 }
 
 /// Seals secrets at rest with the server's key (AES-256-GCM), bound to the
@@ -93,6 +128,9 @@ pub struct ScopeState {
     pub http: reqwest::Client,
     /// Limits.
     pub config: Arc<ScopeConfig>,
+    /// Resolve sessions, when the resolve service runs in this process
+    /// (`None`: plans through a session answer 422).
+    pub sessions: Option<Arc<dyn SessionTools>>,
 }
 
 impl ScopeState {
@@ -114,7 +152,14 @@ impl ScopeState {
             url_policy,
             http,
             config: Arc::new(config),
+            sessions: None,
         })
+    }
+
+    /// The same state, planning through `sessions`.
+    pub fn with_sessions(mut self, sessions: Arc<dyn SessionTools>) -> Self {
+        self.sessions = Some(sessions);
+        self
     }
 }
 

@@ -372,6 +372,15 @@ pub fn build_for(ctx: AppContext, services: &[Service]) -> Router {
     let mut services = services.to_vec();
     services.sort();
     services.dedup();
+    // Plans through a resolve session need the resolve service here.
+    let mut ctx = ctx;
+    if services.contains(&Service::Resolve) {
+        ctx.scope = ctx
+            .scope
+            .with_sessions(Arc::new(crate::scope_wiring::ResolveSessions(
+                ctx.resolve.clone(),
+            )));
+    }
     let mut app = Router::new().merge(ops).merge(docs);
     for service in services {
         app = app.merge(service_router(&ctx, service));

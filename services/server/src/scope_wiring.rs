@@ -2,7 +2,8 @@
 //! provider profiles over the scope store (a preset's name with no stored
 //! profile serves the bare preset), secret sealing over the server's
 //! keyring (the same AES-256-GCM key, bound to tenant and provider or
-//! grant), and the SSRF policy of `url_policy` for provider URLs.
+//! grant), the SSRF policy of `url_policy` for provider URLs, and plans
+//! through resolve sessions over the resolve service ([`ResolveSessions`]).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -12,11 +13,13 @@ use axum::http::StatusCode;
 use serde_json::Value;
 use signet_core::ids::TenantId;
 use signet_core::scope::Preset;
+use signet_http::TenantScope;
 use signet_http::problem::ApiError;
 use signet_registry::RegistryState;
 use signet_registry::keys::Keyring;
 use signet_scope::{
-    ProviderView, Providers, ScopeConfig, ScopeState, ScopeStore, Signatures, VersionTools,
+    ProviderView, Providers, ScopeConfig, ScopeState, ScopeStore, SessionResolved, SessionTools,
+    Signatures, VersionTools,
 };
 
 use crate::resolve_wiring::KeyringSealer;
@@ -54,6 +57,27 @@ impl Signatures for RegistryTools {
             server: key,
             version: exact,
             tools: Arc::new(tools),
+        })
+    }
+}
+
+/// Resolve sessions for scope plans, over the resolve service of this
+/// process (wired only when that service is mounted).
+pub struct ResolveSessions(pub signet_resolve::ResolveState);
+
+#[async_trait]
+impl SessionTools for ResolveSessions {
+    async fn resolve(
+        &self,
+        scope: &TenantScope,
+        session: &str,
+        calls: &[(String, Value)],
+    ) -> Result<SessionResolved, ApiError> {
+        let r = signet_resolve::routes::resolve_for_plan(&self.0, scope, session, calls).await?;
+        Ok(SessionResolved {
+            server: r.server,
+            version: r.version,
+            tools: r.tools,
         })
     }
 }

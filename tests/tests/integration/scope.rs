@@ -2,6 +2,8 @@
 //! a published version and least-privilege plans against it.
 
 use serde_json::{Value, json};
+use signet_example_upstream::{Running, Switches, declared_security_schemes};
+use signet_server::services::Service;
 use signet_tests::*;
 
 const SERVER: &str = "io.github.acme/code";
@@ -193,14 +195,14 @@ async fn bad_plan_requests_are_clear_problems() {
     send(with(json!({"calls": [], "scopes": []})))
         .await
         .problem(422, "validation_failed");
-    // No server; a session (not available yet).
+    // No server; a session that is not one (plans through sessions are
+    // tested in `plans_through_a_session_use_resolved_schemes`).
     send(json!({"calls": []}))
         .await
         .problem(422, "validation_failed");
-    let p = send(json!({"session": "s", "calls": []}))
+    send(json!({"session": "s", "calls": []}))
         .await
-        .problem(422, "validation_failed");
-    assert_eq!(p["errors"][0]["code"], "session_plans_unavailable");
+        .problem(404, "session_not_found");
     // Unknown provider; no provider named and none lists the server.
     send(json!({"provider": "gitlab", "server": SERVER, "version": "1.0.0", "calls": []}))
         .await
@@ -221,4 +223,221 @@ async fn bad_plan_requests_are_clear_problems() {
         .send("POST", &path, None, Some(with(json!({"calls": []}))))
         .await;
     assert_eq!(r.status, 401);
+}
+
+const FILES_CARD: &str = include_str!("../../../examples/manage-files-1.0.0.json");
+
+/// The reference upstream's card with `manage_files` declaring every
+/// `securitySchemes` alternative its resolutions may narrow to.
+fn files_card() -> Value {
+    let mut c: Value = serde_json::from_str(FILES_CARD).unwrap();
+    c["signature"]["tools"][0]["securitySchemes"] = declared_security_schemes();
+    c
+}
+
+/// Publishes and approves `files_card()`; returns the server name.
+async fn publish_files(app: &TestApp) -> String {
+    let card = files_card();
+    let server = card["name"].as_str().unwrap().to_owned();
+    let base = format!(
+        "/v1/tenants/{}/servers/{}/versions/1.0.0",
+        app.tenant,
+        server.replace('/', "%2F")
+    );
+    let r = app
+        .send(
+            "PUT",
+            &base,
+            Some(&app.as_roles("pat", &["publisher"])),
+            Some(card),
+        )
+        .await;
+    assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.bytes));
+    let r = app
+        .send(
+            "POST",
+            &format!("{base}/review"),
+            Some(&app.as_roles("rita", &["reviewer"])),
+            Some(json!({"decision": "approve"})),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.bytes));
+    server
+}
+
+/// Opens a session for `token` on `up`; returns its id.
+async fn open_session(app: &TestApp, token: &str, server: &str, up: &Running) -> String {
+    let r = app
+        .send(
+            "POST",
+            &format!("/v1/tenants/{}/sessions", app.tenant),
+            Some(token),
+            Some(json!({"server": server, "upstream": {"url": up.url()}})),
+        )
+        .await;
+    assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.bytes));
+    r.json()["id"].as_str().unwrap().to_owned()
+}
+
+#[tokio::test]
+async fn plans_through_a_session_use_resolved_schemes() {
+    let app = TestApp::new().await;
+    let server = publish_files(&app).await;
+    let up = Running::start(
+        "127.0.0.1:0".parse().unwrap(),
+        Switches {
+            schemes: true,
+            ..Switches::default()
+        },
+    )
+    .await
+    .expect("reference upstream starts");
+    let client = app.as_roles("carl", &["client"]);
+    let session = open_session(&app, &client, &server, &up).await;
+    let plan = |token: String, body: Value| {
+        let app = &app;
+        async move {
+            app.send("POST", &plan_path(app), Some(&token), Some(body))
+                .await
+        }
+    };
+
+    // Without a session the planner only sees the declared alternatives
+    // and picks the smaller one, `files:read`, even for a delete.
+    let r = plan(
+        client.clone(),
+        json!({"provider": "google", "server": server, "version": "1.0.0",
+            "calls": [{"name": "manage_files", "arguments": {"path": "/a", "action": "delete"}}]}),
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.bytes));
+    assert_eq!(r.json()["required"], json!(["files:read"]));
+
+    // Through the session each call is resolved: `delete` needs
+    // `files:write` too, `read` only `files:read`.
+    let r = plan(
+        client.clone(),
+        json!({"provider": "google", "session": session, "calls": [
+            {"name": "manage_files", "arguments": {"path": "/a", "action": "read"}},
+            {"name": "manage_files", "arguments": {"path": "/a", "action": "delete"}},
+            {"name": "list_files", "arguments": {"dir": "/"}}
+        ], "granted": ["files:read"]}),
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.bytes));
+    let v = r.json();
+    assert_eq!(v["server"], server.as_str());
+    assert_eq!(v["version"], "1.0.0");
+    assert_eq!(v["strategy"], "exact");
+    assert_eq!(v["calls"][0]["alternative"], 0);
+    assert_eq!(v["calls"][0]["scopes"], json!(["files:read"]));
+    assert_eq!(v["calls"][1]["alternative"], 0);
+    assert_eq!(
+        v["calls"][1]["scopes"],
+        json!(["files:read", "files:write"])
+    );
+    assert_eq!(v["calls"][2]["defaulted"], true);
+    assert_eq!(v["required"], json!(["files:read", "files:write"]));
+    assert_eq!(v["request"], json!(["files:write"]));
+    assert_eq!(
+        v["www_authenticate"],
+        "Bearer error=\"insufficient_scope\", scope=\"files:read files:write\""
+    );
+    // The resolutions went through the session's resolve cache: two
+    // upstream calls, and resolving `delete` again is a cache hit.
+    assert_eq!(up.calls(), 2);
+    let r = app
+        .send(
+            "POST",
+            &format!("/v1/tenants/{}/sessions/{session}/resolve", app.tenant),
+            Some(&client),
+            Some(json!({"name": "manage_files", "arguments": {"path": "/a", "action": "delete"}})),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.bytes));
+    assert_eq!(r.json()["source"], "cache");
+    assert_eq!(
+        r.json()["tool"]["securitySchemes"],
+        json!([{"type": "oauth2", "scopes": ["files:read", "files:write"]}])
+    );
+    assert_eq!(up.calls(), 2);
+
+    // Another caller's session, an unknown session: 404.
+    let other = app.as_roles("dana", &["client"]);
+    let calls = json!([{"name": "manage_files", "arguments": {"path": "/a", "action": "read"}}]);
+    plan(
+        other,
+        json!({"provider": "google", "session": session, "calls": calls}),
+    )
+    .await
+    .problem(404, "session_not_found");
+    plan(
+        client.clone(),
+        json!({"provider": "google", "session": "0123456789abcdef0123456789abcdef", "calls": calls}),
+    )
+    .await
+    .problem(404, "session_not_found");
+
+    // Bad calls point at the call.
+    let p = plan(
+        client.clone(),
+        json!({"provider": "google", "session": session, "calls": [
+            {"name": "manage_files", "arguments": {"path": "/a", "action": "read"}},
+            {"name": "nope", "arguments": {}},
+            {"name": "manage_files", "arguments": {"path": "/a"}},
+            {"name": "manage_files", "arguments": [1]}
+        ]}),
+    )
+    .await
+    .problem(422, "validation_failed");
+    let errs = p["errors"].as_array().unwrap();
+    assert_eq!(errs[0]["pointer"], "/calls/3/arguments", "{p}");
+    assert_eq!(errs[0]["code"], "invalid_type");
+    let p = plan(
+        client.clone(),
+        json!({"provider": "google", "session": session, "calls": [
+            {"name": "manage_files", "arguments": {"path": "/a", "action": "read"}},
+            {"name": "nope", "arguments": {}},
+            {"name": "manage_files", "arguments": {"path": "/a"}}
+        ]}),
+    )
+    .await
+    .problem(422, "validation_failed");
+    let errs = p["errors"].as_array().unwrap();
+    assert_eq!(errs[0]["pointer"], "/calls/1/name", "{p}");
+    assert_eq!(errs[0]["code"], "tool_not_declared");
+    assert!(
+        errs[1]["pointer"]
+            .as_str()
+            .unwrap()
+            .starts_with("/calls/2/arguments"),
+        "{p}"
+    );
+    // A session and a server at once.
+    let p = plan(
+        client.clone(),
+        json!({"provider": "google", "session": session, "server": server, "calls": calls}),
+    )
+    .await
+    .problem(422, "validation_failed");
+    assert_eq!(p["errors"][0]["code"], "session_or_server");
+
+    // A process serving the scope service without the resolve service
+    // cannot plan through a session.
+    let scope_only = app.serving(&[Service::Registry, Service::Scope]);
+    let p = plan_on(
+        &scope_only,
+        &client,
+        json!({"provider": "google", "session": session, "calls": calls}),
+    )
+    .await
+    .problem(422, "validation_failed");
+    assert_eq!(p["errors"][0]["code"], "session_plans_unavailable");
+    assert_eq!(p["errors"][0]["pointer"], "/session");
+    up.stop().await;
+}
+
+async fn plan_on(app: &TestApp, token: &str, body: Value) -> Resp {
+    app.send("POST", &plan_path(app), Some(token), Some(body))
+        .await
 }

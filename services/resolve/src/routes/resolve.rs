@@ -317,3 +317,80 @@ pub async fn resolve_batch(
     }
     Ok(Json(BatchAnswer { results }))
 }
+
+/// What [`resolve_for_plan`] answers: the session's pinned server and
+/// version, and per call its served tool or what is wrong with the call.
+#[derive(Debug)]
+pub struct PlanResolution {
+    /// The session's server (canonical name).
+    pub server: String,
+    /// The session's exact version.
+    pub version: String,
+    /// Per call, in order: the served tool (the upstream's resolution, or
+    /// the declared worst case), or field errors relative to the call
+    /// (`/name`, `/arguments/...`).
+    pub tools: Vec<Result<Arc<Value>, Vec<FieldError>>>,
+}
+
+/// Resolves `calls` within the caller's session `id` exactly as
+/// `POST .../resolve/batch` does (same cache, same upstream call
+/// coalescing, same audit records), for a scope plan over the resolved
+/// tools (SEP-1862, "Dynamic Security Schemes": a resolution may narrow a
+/// tool's `securitySchemes` to what the arguments need). Another caller's
+/// or an unknown session is 404, an expired or revoked one 410. The
+/// caller checks the number of calls.
+pub async fn resolve_for_plan(
+    st: &ResolveState,
+    scope: &TenantScope,
+    id: &str,
+    calls: &[(String, Value)],
+) -> Result<PlanResolution, ApiError> {
+    let live = owned_session(st, scope, id).await?;
+    let ctx = context(st, &live).await?;
+    let mut tools = vec![None; calls.len()];
+    let mut todo = Vec::with_capacity(calls.len());
+    for (i, (name, arguments)) in calls.iter().enumerate() {
+        let mut errors = Vec::new();
+        check_call(
+            &ResolveCall {
+                name: name.clone(),
+                arguments: arguments.clone(),
+            },
+            "",
+            &mut errors,
+        );
+        if errors.is_empty() {
+            todo.push(i);
+        } else {
+            tools[i] = Some(Err(errors));
+        }
+    }
+    let batch: Vec<(String, Value)> = todo.iter().map(|&i| calls[i].clone()).collect();
+    let answers = st.engine.resolve_batch(&ctx, &batch).await;
+    let mut events = Vec::new();
+    for (i, a) in todo.into_iter().zip(answers) {
+        tools[i] = Some(match a {
+            Ok(mut res) => {
+                events.append(&mut res.events);
+                Ok(res.tool)
+            }
+            Err(ResolveError::ToolNotDeclared(name)) => Err(vec![field(
+                "/name".into(),
+                "tool_not_declared",
+                format!("the session's signature declares no tool named {name:?}"),
+            )]),
+            Err(e) => Err(resolve_error(e).into_errors()),
+        });
+    }
+    if !events.is_empty() {
+        record(st, scope, &live, &events).await;
+    }
+    Ok(PlanResolution {
+        server: live.row.server.clone(),
+        version: live.row.version.clone(),
+        tools: tools
+            .into_iter()
+            .map(|t| t.unwrap_or_else(|| Err(Vec::new())))
+            .collect(),
+    })
+}
