@@ -53,16 +53,15 @@ EXPECT = {
 SERVICES = ["tenancy", "registry", "resolve", "scope"]
 # OpenAPI tag -> the service whose router serves the tagged operations. A new
 # tag fails the check until it is mapped here (and routed by the Ingress).
-TAG_SERVICE = {"tenants": "tenancy", "registry": "registry", "resolve": "resolve"}
-# Operational routes: every process serves them; the Ingress must not expose them.
+TAG_SERVICE = {"tenants": "tenancy", "registry": "registry", "resolve": "resolve", "scope": "scope"}
+# Operational routes: every process serves them; the Ingress must not expose them,
+# except those clients must reach (PUBLIC_OPERATIONAL: any role may answer).
 OPERATIONAL = {"operations"}
+# RFC 9728 protected-resource metadata: MCP-aware clients discover how to
+# authenticate to Signet there, from the resource_metadata of a 401.
+PUBLIC_OPERATIONAL = {"/.well-known/oauth-protected-resource"}
 # Paths of services that have no routes yet, and the service that will serve them.
 PLANNED = {
-    "/v1/tenants/acme/sessions/s1/resolve": "resolve",
-    "/v1/tenants/acme/providers/github": "scope",
-    "/v1/tenants/acme/plans": "scope",
-    "/v1/tenants/acme/grants": "scope",
-    "/v1/tenants/acme/grants/g1/exchange": "scope",
     "/docs/": "tenancy",
     "/openapi.json": "tenancy",
 }
@@ -157,7 +156,7 @@ def api_paths():
         concrete = re.sub(r"\{tenant\}", "acme", template)
         concrete = re.sub(r"\{[^}]+\}", "x", concrete)
         if tags <= OPERATIONAL:
-            out.append((concrete, None))
+            out.append((concrete, "*" if template in PUBLIC_OPERATIONAL else None))
             continue
         services = {TAG_SERVICE.get(t) for t in tags - OPERATIONAL}
         if None in services or len(services) != 1:
@@ -218,6 +217,10 @@ def check_ingress(where, ing, deployments, services):
         if service is None:
             if backend is not None:
                 fail(iw, f"{path} (operational) must not be exposed, goes to {backend}")
+            continue
+        if service == "*":
+            if backend is None:
+                fail(iw, f"{path} must be exposed (clients discover it), reaches no Service")
             continue
         if backend is None:
             fail(iw, f"{path} reaches no Service (should reach {service})")

@@ -98,16 +98,19 @@ directly). docs/OPERATIONS.md has the same table.
   (dict "path" (printf "%s/import(/|$)" $t) "role" "registry")
   (dict "path" (printf "%s/jwks\\.json$" $t) "role" "registry")
   (dict "path" (printf "%s/sessions(/|$)" $t) "role" "resolve")
-  (dict "path" (printf "%s/(providers|plans|grants)(/|$)" $t) "role" "scope")
+  (dict "path" (printf "%s/servers/[^/]+/versions/[^/]+/scopes$" $t) "role" "scope")
+  (dict "path" (printf "%s/(providers|scopes|grants)(/|$)" $t) "role" "scope")
   (dict "path" "/v1(/|$)" "role" "tenancy")
   (dict "path" "/docs(/|$)" "role" "tenancy")
-  (dict "path" "/openapi\\.json$" "role" "tenancy") -}}
+  (dict "path" "/openapi\\.json$" "role" "tenancy")
+  (dict "path" "/\\.well-known/oauth-protected-resource$" "role" "tenancy") -}}
 {{- dict "pathType" "ImplementationSpecific" "routes" $routes | toJson -}}
 {{- else -}}
 {{- $routes := list
   (dict "path" "/v1" "role" "server")
   (dict "path" "/docs" "role" "server")
-  (dict "path" "/openapi.json" "role" "server") -}}
+  (dict "path" "/openapi.json" "role" "server")
+  (dict "path" "/.well-known/oauth-protected-resource" "role" "server") -}}
 {{- dict "pathType" "Prefix" "routes" $routes | toJson -}}
 {{- end -}}
 {{- end }}
