@@ -1,0 +1,9 @@
+//! The client side of the `signet` binary: the commands a platform team runs
+//! from CI against live MCP servers and a Signet server (capture, publish,
+//! verify). The server binary (`signet-server`) only parses the command line
+//! and calls in here; nothing in this crate serves HTTP or touches a database.
+//!
+//! - [`remote`]: a small HTTP client for Signet's own `/v1` API (base URL,
+//!   tenant, bearer token from the environment, problem+json bodies).
+
+pub mod remote;

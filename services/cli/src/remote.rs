@@ -1,0 +1,265 @@
+//! A client for a Signet server's `/v1` API, shared by the commands that talk
+//! to one (`publish`, `verify`).
+//!
+//! The bearer token never appears in an error, a `Debug` rendering or a log
+//! line: [`Token`] redacts itself.
+
+use std::fmt;
+use std::time::Duration;
+
+use bytes::Bytes;
+use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap};
+use reqwest::{Method, StatusCode};
+use serde::Deserialize;
+use url::Url;
+
+/// A bearer token. Its `Debug` and `Display` say `<redacted>`.
+#[derive(Clone)]
+pub struct Token(String);
+
+impl Token {
+    /// Wraps a token (surrounding whitespace is dropped: a token read from a
+    /// file or an environment variable often ends with a newline).
+    pub fn new(raw: &str) -> Option<Token> {
+        let t = raw.trim();
+        (!t.is_empty()).then(|| Token(t.to_owned()))
+    }
+
+    /// Reads a token from the environment variable `var`.
+    pub fn from_env(var: &str) -> Result<Token, RemoteError> {
+        match std::env::var(var) {
+            Ok(v) => Token::new(&v).ok_or_else(|| RemoteError::NoToken(var.to_owned())),
+            Err(_) => Err(RemoteError::NoToken(var.to_owned())),
+        }
+    }
+
+    fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Token {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Token(<redacted>)")
+    }
+}
+
+/// Why a request to Signet did not produce an HTTP response.
+#[derive(Debug, thiserror::Error)]
+pub enum RemoteError {
+    /// The server URL is not an absolute http(s) URL.
+    #[error("server URL {0:?} is not an absolute http:// or https:// URL")]
+    BadUrl(String),
+    /// The environment variable that should hold the token is unset or empty.
+    #[error("no token: environment variable {0} is unset or empty")]
+    NoToken(String),
+    /// Connecting, sending or reading failed (DNS, refused, TLS, timeout).
+    #[error("{url} is unreachable: {reason}")]
+    Unreachable {
+        /// The URL (without query) that was requested.
+        url: String,
+        /// What failed, in one line.
+        reason: String,
+    },
+}
+
+/// An HTTP response from Signet.
+#[derive(Debug)]
+pub struct Reply {
+    /// Status code.
+    pub status: StatusCode,
+    /// Headers.
+    pub headers: HeaderMap,
+    /// The body as received.
+    pub body: Bytes,
+}
+
+/// The fields of an `application/problem+json` body the CLI reports.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct Problem {
+    /// Stable machine code (`digest_conflict`, `invalid_document`, ...).
+    #[serde(default)]
+    pub code: String,
+    /// Short title.
+    #[serde(default)]
+    pub title: String,
+    /// Human-readable detail.
+    #[serde(default)]
+    pub detail: Option<String>,
+    /// Every other member (errors with pointers, digests, ...).
+    #[serde(flatten)]
+    pub extra: serde_json::Map<String, serde_json::Value>,
+}
+
+impl Reply {
+    /// The problem+json body, when the body is one.
+    pub fn problem(&self) -> Option<Problem> {
+        serde_json::from_slice(&self.body).ok()
+    }
+
+    /// The body parsed as JSON.
+    pub fn json(&self) -> Option<serde_json::Value> {
+        serde_json::from_slice(&self.body).ok()
+    }
+}
+
+/// One Signet server, one tenant, one token.
+#[derive(Debug, Clone)]
+pub struct Remote {
+    http: reqwest::Client,
+    base: Url,
+    tenant: String,
+    token: Option<Token>,
+}
+
+impl Remote {
+    /// A client for `base` (e.g. `https://signet.example`) acting in
+    /// `tenant`. Redirects are not followed (a redirect would carry the
+    /// token elsewhere); every request is bounded by `timeout`.
+    pub fn new(
+        base: &str,
+        tenant: &str,
+        token: Option<Token>,
+        timeout: Duration,
+    ) -> Result<Remote, RemoteError> {
+        let mut url = Url::parse(base).map_err(|_| RemoteError::BadUrl(base.to_owned()))?;
+        if !matches!(url.scheme(), "http" | "https") || url.cannot_be_a_base() {
+            return Err(RemoteError::BadUrl(base.to_owned()));
+        }
+        if !url.path().ends_with('/') {
+            let p = format!("{}/", url.path());
+            url.set_path(&p);
+        }
+        let http = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .connect_timeout(Duration::from_secs(5).min(timeout))
+            .timeout(timeout)
+            .user_agent(concat!("signet-cli/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| RemoteError::Unreachable {
+                url: base.to_owned(),
+                reason: e.to_string(),
+            })?;
+        Ok(Remote {
+            http,
+            base: url,
+            tenant: tenant.to_owned(),
+            token,
+        })
+    }
+
+    /// The tenant this client acts in.
+    pub fn tenant(&self) -> &str {
+        &self.tenant
+    }
+
+    /// `{base}/v1/tenants/{tenant}/{segments...}`, each segment
+    /// percent-encoded (a server name like `io.github.acme/files` stays one
+    /// segment).
+    pub fn tenant_url(&self, segments: &[&str]) -> Url {
+        let mut url = self.base.clone();
+        {
+            let mut path = url
+                .path_segments_mut()
+                .expect("checked in new: the base URL can be a base");
+            path.pop_if_empty().extend(["v1", "tenants", &self.tenant]);
+            path.extend(segments);
+        }
+        url
+    }
+
+    /// Sends one request; a JSON body is sent as `application/json`. Any HTTP
+    /// status is a [`Reply`]; only transport failures are errors.
+    pub async fn send(
+        &self,
+        method: Method,
+        url: Url,
+        json_body: Option<Vec<u8>>,
+        headers: HeaderMap,
+    ) -> Result<Reply, RemoteError> {
+        let mut req = self
+            .http
+            .request(method, url.clone())
+            .headers(headers)
+            .header(ACCEPT, "application/json, application/problem+json");
+        if let Some(t) = &self.token {
+            req = req.header(AUTHORIZATION, format!("Bearer {}", t.expose()));
+        }
+        if let Some(b) = json_body {
+            req = req.header(CONTENT_TYPE, "application/json").body(b);
+        }
+        let unreachable = |e: reqwest::Error| {
+            let mut shown = url.clone();
+            shown.set_query(None);
+            RemoteError::Unreachable {
+                url: shown.to_string(),
+                reason: one_line(&e),
+            }
+        };
+        let resp = req.send().await.map_err(unreachable)?;
+        let status = resp.status();
+        let headers = resp.headers().clone();
+        let body = resp.bytes().await.map_err(unreachable)?;
+        Ok(Reply {
+            status,
+            headers,
+            body,
+        })
+    }
+}
+
+/// An error and its sources on one line.
+fn one_line(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut cur = e.source();
+    while let Some(c) = cur {
+        let next = c.to_string();
+        if !s.contains(&next) {
+            s.push_str(": ");
+            s.push_str(&next);
+        }
+        cur = c.source();
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tenant_urls_encode_each_segment() {
+        let r = Remote::new(
+            "https://signet.example/base",
+            "acme",
+            None,
+            Duration::from_secs(1),
+        )
+        .unwrap();
+        let u = r.tenant_url(&["servers", "io.github.acme/files", "versions", "1.0.0"]);
+        assert_eq!(
+            u.as_str(),
+            "https://signet.example/base/v1/tenants/acme/servers/io.github.acme%2Ffiles/versions/1.0.0"
+        );
+    }
+
+    #[test]
+    fn only_http_urls_are_servers() {
+        for bad in ["ftp://x", "not a url", "mailto:a@b", "/relative"] {
+            assert!(matches!(
+                Remote::new(bad, "t", None, Duration::from_secs(1)),
+                Err(RemoteError::BadUrl(_))
+            ));
+        }
+    }
+
+    #[test]
+    fn tokens_never_print() {
+        let t = Token::new(" secret-value\n").unwrap();
+        assert_eq!(t.expose(), "secret-value");
+        assert!(!format!("{t:?}").contains("secret"));
+        let r = Remote::new("http://127.0.0.1:1", "t", Some(t), Duration::from_secs(1)).unwrap();
+        assert!(!format!("{r:?}").contains("secret-value"));
+        assert!(Token::new("  \n").is_none());
+    }
+}
