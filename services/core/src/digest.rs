@@ -68,22 +68,24 @@ fn write_object(out: &mut Vec<u8>, map: &Map<String, Value>) {
     // serde_json's map iterates in byte (= code point) order, which equals
     // UTF-16 order as long as no name holds an astral character (only those
     // sort differently: their surrogates come before U+E000..U+FFFF). So the
-    // entries are written as they come while the names ascend bytewise and
-    // none is astral; otherwise (or with `preserve_order` maps) the object
-    // is rewritten sorted.
+    // entries are written as they come while none is astral; otherwise the
+    // object is rewritten sorted. Should a dependency turn on serde_json's
+    // `preserve_order` (maps then iterate in insertion order), every name is
+    // also compared with the one before it.
+    let sorted = map_iterates_sorted();
     let mut prev: Option<&[u8]> = None;
     for (k, v) in map {
         let name = k.as_bytes();
+        if has_astral(name) {
+            out.truncate(start);
+            return write_object_sorted(out, map);
+        }
         if let Some(p) = prev {
-            if p >= name {
+            if !sorted && p >= name {
                 out.truncate(start);
                 return write_object_sorted(out, map);
             }
             out.push(b',');
-        }
-        if has_astral(name) {
-            out.truncate(start);
-            return write_object_sorted(out, map);
         }
         prev = Some(name);
         write_string(out, k);
@@ -91,6 +93,19 @@ fn write_object(out: &mut Vec<u8>, map: &Map<String, Value>) {
         write_canonical(out, v);
     }
     out.push(b'}');
+}
+
+/// Whether `serde_json::Map` iterates its keys in byte order (a `BTreeMap`,
+/// serde_json's default) rather than in insertion order (`preserve_order`,
+/// which any crate in the build may switch on). Found out once, by asking.
+fn map_iterates_sorted() -> bool {
+    static SORTED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *SORTED.get_or_init(|| {
+        let mut m = Map::new();
+        m.insert("b".into(), Value::Null);
+        m.insert("a".into(), Value::Null);
+        m.keys().next().is_some_and(|k| k == "a")
+    })
 }
 
 /// True when the UTF-8 text holds a character above U+FFFF (a 4-byte
@@ -127,30 +142,78 @@ const HEX: &[u8; 16] = b"0123456789abcdef";
 
 fn write_string(out: &mut Vec<u8>, s: &str) {
     let bytes = s.as_bytes();
-    out.reserve(bytes.len() + 2);
+    let len = bytes.len();
+    out.reserve(len + 2);
     out.push(b'"');
-    let mut start = 0;
-    while let Some(i) = next_escape(bytes, start) {
-        out.extend_from_slice(&bytes[start..i]);
-        let b = bytes[i];
-        match b {
-            b'"' => out.extend_from_slice(b"\\\""),
-            b'\\' => out.extend_from_slice(b"\\\\"),
-            0x08 => out.extend_from_slice(b"\\b"),
-            0x09 => out.extend_from_slice(b"\\t"),
-            0x0a => out.extend_from_slice(b"\\n"),
-            0x0c => out.extend_from_slice(b"\\f"),
-            0x0d => out.extend_from_slice(b"\\r"),
-            _ => {
-                out.extend_from_slice(b"\\u00");
-                out.push(HEX[(b >> 4) as usize]);
-                out.push(HEX[(b & 0xf) as usize]);
+    let mut i = 0;
+    // Eight bytes at a time: a chunk with nothing to escape is copied as one
+    // fixed-size store (no call into `memcpy` for the short strings that
+    // make up most arguments); otherwise the bytes before the first escape
+    // are copied, the escape written, and the scan goes on after it.
+    while i + 8 <= len {
+        let mut chunk = [0u8; 8];
+        chunk.copy_from_slice(&bytes[i..i + 8]);
+        let m = escape_mask(u64::from_le_bytes(chunk));
+        if m == 0 {
+            out.extend_from_slice(&chunk);
+            i += 8;
+        } else {
+            let j = i + (m.trailing_zeros() / 8) as usize;
+            out.extend_from_slice(&bytes[i..j]);
+            write_escape(out, bytes[j]);
+            i = j + 1;
+        }
+    }
+    let rem = len - i;
+    if rem > 0 {
+        // The last 1..=7 bytes as one word (the string's last eight bytes
+        // shifted down, or the bytes gathered when the string is shorter),
+        // the lanes above them padded with `A`, which needs no escape. A
+        // clean tail is written as eight bytes and the padding cut off.
+        let w = if len >= 8 {
+            let mut last = [0u8; 8];
+            last.copy_from_slice(&bytes[len - 8..]);
+            u64::from_le_bytes(last) >> ((8 - rem) * 8)
+        } else {
+            bytes
+                .iter()
+                .enumerate()
+                .fold(0u64, |w, (k, &b)| w | (u64::from(b) << (k * 8)))
+        };
+        let padding = (LANES * u64::from(b'A')) << (rem * 8);
+        if escape_mask(w | padding) == 0 {
+            out.extend_from_slice(&w.to_le_bytes());
+            out.truncate(out.len() - (8 - rem));
+        } else {
+            for &b in &bytes[i..] {
+                if must_escape(b) {
+                    write_escape(out, b);
+                } else {
+                    out.push(b);
+                }
             }
         }
-        start = i + 1;
     }
-    out.extend_from_slice(&bytes[start..]);
     out.push(b'"');
+}
+
+/// Writes the escape of one byte that [`must_escape`].
+#[cold]
+fn write_escape(out: &mut Vec<u8>, b: u8) {
+    match b {
+        b'"' => out.extend_from_slice(b"\\\""),
+        b'\\' => out.extend_from_slice(b"\\\\"),
+        0x08 => out.extend_from_slice(b"\\b"),
+        0x09 => out.extend_from_slice(b"\\t"),
+        0x0a => out.extend_from_slice(b"\\n"),
+        0x0c => out.extend_from_slice(b"\\f"),
+        0x0d => out.extend_from_slice(b"\\r"),
+        _ => {
+            out.extend_from_slice(b"\\u00");
+            out.push(HEX[(b >> 4) as usize]);
+            out.push(HEX[(b & 0xf) as usize]);
+        }
+    }
 }
 
 /// True for the bytes a JSON string must escape: `"`, `\` and controls
@@ -176,42 +239,6 @@ fn escape_mask(w: u64) -> u64 {
     (control | quote | backslash) & HIGH_BITS
 }
 
-/// Index of the first byte at or after `from` that must be escaped, reading
-/// eight bytes at a time.
-#[inline]
-fn next_escape(bytes: &[u8], from: usize) -> Option<usize> {
-    let len = bytes.len();
-    let mut i = from;
-    while i + 8 <= len {
-        let mut w = [0u8; 8];
-        w.copy_from_slice(&bytes[i..i + 8]);
-        let m = escape_mask(u64::from_le_bytes(w));
-        if m != 0 {
-            return Some(i + (m.trailing_zeros() / 8) as usize);
-        }
-        i += 8;
-    }
-    if i == len {
-        return None;
-    }
-    if len >= 8 {
-        // The last eight bytes again, the lanes before `i` overwritten with
-        // `A`: they may hold an escaped byte already written, whose borrow
-        // would flag the lane above it.
-        let off = len - 8;
-        let mut w = [0u8; 8];
-        w.copy_from_slice(&bytes[off..]);
-        let keep = u64::MAX << ((i - off) * 8);
-        let w = (u64::from_le_bytes(w) & keep) | ((LANES * u64::from(b'A')) & !keep);
-        let m = escape_mask(w);
-        return (m != 0).then(|| off + (m.trailing_zeros() / 8) as usize);
-    }
-    bytes[i..]
-        .iter()
-        .position(|&b| must_escape(b))
-        .map(|o| i + o)
-}
-
 /// 2^53: every integer of smaller magnitude is exactly representable.
 const EXACT_INT: u64 = 1 << 53;
 
@@ -235,15 +262,28 @@ fn write_number(out: &mut Vec<u8>, n: &Number) {
 }
 
 fn write_u64(out: &mut Vec<u8>, mut u: u64) {
+    // Two digits per division, from a table of "00".."99".
+    const PAIRS: &[u8; 200] = b"\
+        0001020304050607080910111213141516171819\
+        2021222324252627282930313233343536373839\
+        4041424344454647484950515253545556575859\
+        6061626364656667686970717273747576777879\
+        8081828384858687888990919293949596979899";
     let mut buf = [0u8; 20];
     let mut i = buf.len();
-    loop {
+    while u >= 100 {
+        let pair = (u % 100) as usize * 2;
+        u /= 100;
+        i -= 2;
+        buf[i..i + 2].copy_from_slice(&PAIRS[pair..pair + 2]);
+    }
+    if u >= 10 {
+        let pair = u as usize * 2;
+        i -= 2;
+        buf[i..i + 2].copy_from_slice(&PAIRS[pair..pair + 2]);
+    } else {
         i -= 1;
-        buf[i] = b'0' + (u % 10) as u8;
-        u /= 10;
-        if u == 0 {
-            break;
-        }
+        buf[i] = b'0' + u as u8;
     }
     out.extend_from_slice(&buf[i..]);
 }
@@ -443,6 +483,37 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// The two-digits-at-a-time integer writer at every digit-count
+    /// boundary up to 2^53 - 1, against Rust's own formatting.
+    #[test]
+    fn integers_at_digit_boundaries() {
+        let mut cases = vec![0u64, (1 << 53) - 1];
+        let mut p = 1u64;
+        while p < 1 << 53 {
+            cases.extend([p - 1, p, p + 1, p * 2 - 1]);
+            p *= 10;
+        }
+        for u in cases {
+            let mut out = Vec::new();
+            write_u64(&mut out, u);
+            assert_eq!(String::from_utf8(out).unwrap(), u.to_string());
+        }
+    }
+
+    /// The detection agrees with how this build's maps iterate, and the
+    /// output is sorted either way (with `preserve_order`, insertion order
+    /// `b, a, c` takes the comparing path).
+    #[test]
+    fn map_order_is_detected() {
+        let m: Map<String, Value> = [("b", 1), ("a", 2), ("c", 3)]
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), json!(v)))
+            .collect();
+        let first = m.keys().next().unwrap().clone();
+        assert_eq!(map_iterates_sorted(), first == "a");
+        assert_eq!(canon_value(&Value::Object(m)), r#"{"a":2,"b":1,"c":3}"#);
     }
 
     fn canon_value(v: &Value) -> String {
