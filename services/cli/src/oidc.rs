@@ -149,7 +149,7 @@ impl ActionsRuntime {
                 async move {
                     let unreachable = |e: reqwest::Error| RemoteError::Unreachable {
                         url: shown.to_string(),
-                        reason: one_line(&e),
+                        reason: one_line(&e.without_url()),
                     };
                     let resp = req.send().await.map_err(unreachable)?;
                     let status = resp.status();

@@ -194,7 +194,7 @@ impl Remote {
             shown.set_query(None);
             RemoteError::Unreachable {
                 url: shown.to_string(),
-                reason: one_line(&e),
+                reason: one_line(&e.without_url()),
             }
         };
         let resp = req.send().await.map_err(unreachable)?;

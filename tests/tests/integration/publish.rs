@@ -981,3 +981,51 @@ async fn github_oidc_asks_for_a_fresh_token_when_a_wait_outlasts_it() {
         "a fresh token was asked for"
     );
 }
+
+/// Every claim-rule snippet the docs show (README, docs/CLI.md, the example
+/// workflow's header) is a configuration Signet accepts, with its rules.
+#[test]
+fn documented_claim_rules_load() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let read = |rel: &str| std::fs::read_to_string(root.join(rel)).unwrap();
+    let mut snippets = Vec::new();
+    for doc in ["README.md", "docs/CLI.md"] {
+        let text = read(doc);
+        let mut lines = text.lines();
+        while let Some(l) = lines.next() {
+            if l.trim() == "```toml" {
+                let body: Vec<&str> = lines.by_ref().take_while(|l| l.trim() != "```").collect();
+                let body = body.join("\n");
+                if body.contains("[[auth.issuers.rules]]") && body.starts_with("[[auth.issuers]]") {
+                    snippets.push((doc.to_owned(), body));
+                }
+            }
+        }
+    }
+    // The workflow's header comment: the lines between "(signet.toml)" and
+    // the exit-code paragraph, without their "#   " prefix.
+    let wf = read("examples/github-actions/signet.yml");
+    let toml: Vec<&str> = wf
+        .lines()
+        .skip_while(|l| !l.contains("signet.toml"))
+        .skip(1)
+        .take_while(|l| !l.contains("Exit codes"))
+        .map(|l| l.trim_start_matches('#').trim_start())
+        .collect();
+    snippets.push(("examples/github-actions/signet.yml".into(), toml.join("\n")));
+    assert!(snippets.len() >= 3, "{snippets:?}");
+    let dir = tempfile::tempdir().unwrap();
+    for (doc, body) in snippets {
+        let file = dir.path().join("snippet.toml");
+        std::fs::write(&file, &body).unwrap();
+        let cfg = signet_server::config::Config::load(Some(&file), &Default::default())
+            .unwrap_or_else(|e| panic!("{doc}: {e:#}\n{body}"));
+        let issuers = signet_server::serve::issuer_configs(&cfg).unwrap();
+        assert!(
+            issuers.iter().any(
+                |i| matches!(&i.mapping, signet_http::auth::ClaimMapping::Rules(r) if !r.is_empty())
+            ),
+            "{doc}: no claim rules in\n{body}"
+        );
+    }
+}
