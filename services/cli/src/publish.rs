@@ -124,9 +124,9 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
 /// A duration as `--timeout` takes it (`10m`, `90s`, `1h`).
 fn show(d: Duration) -> String {
     let s = d.as_secs();
-    if s >= 3600 && s % 3600 == 0 {
+    if s >= 3600 && s.is_multiple_of(3600) {
         format!("{}h", s / 3600)
-    } else if s >= 60 && s % 60 == 0 {
+    } else if s >= 60 && s.is_multiple_of(60) {
         format!("{}m", s / 60)
     } else {
         format!("{s}s")

@@ -458,27 +458,35 @@ async fn start_waiting(
     .stderr(Stdio::piped())
     .spawn()
     .unwrap();
-    let stderr = child.stderr.take().unwrap();
-    let (child, seen) = tokio::task::spawn_blocking(move || {
-        let mut reader = BufReader::new(stderr);
+    let stderr = child.stderr.take();
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    std::thread::spawn(move || {
+        let mut reader = BufReader::new(stderr?);
         let mut seen = String::new();
         loop {
             let mut line = String::new();
-            assert!(
-                reader.read_line(&mut line).unwrap() > 0,
-                "exited early: {seen}"
-            );
+            if reader.read_line(&mut line).ok()? == 0 {
+                return None;
+            }
             seen.push_str(&line);
             if line.contains("waiting up to") {
+                tx.send(seen).ok()?;
                 // Keep draining stderr so the child never blocks on it.
-                std::thread::spawn(move || std::io::copy(&mut reader, &mut std::io::sink()));
-                return (child, seen);
+                return std::io::copy(&mut reader, &mut std::io::sink()).ok();
             }
         }
-    })
-    .await
-    .unwrap();
-    (child, seen)
+    });
+    match rx.await {
+        Ok(seen) => (child, seen),
+        Err(_) => {
+            let out = child.wait_with_output().unwrap();
+            panic!(
+                "exited before waiting ({:?}): {}",
+                out.status,
+                String::from_utf8_lossy(&out.stdout)
+            );
+        }
+    }
 }
 
 async fn finish(child: std::process::Child) -> (i32, Vec<String>) {
