@@ -42,7 +42,7 @@ pub mod exit {
     /// No usable credential, or Signet refused it (401, 403, or 404 for a
     /// tenant the token cannot see).
     pub const UNAUTHORISED: i32 = 5;
-    /// Signet could not be reached, or kept answering 429/5xx.
+    /// Signet could not be reached, or kept answering 408/429/5xx.
     pub const UNREACHABLE: i32 = 6;
     /// `--wait-approved`: the version was rejected, revoked or deprecated.
     pub const NOT_APPROVED: i32 = 7;
@@ -59,7 +59,7 @@ Exit codes:
   3  conflict: the version exists with other content (both digests shown)
   4  invalid card (every error shown with its JSON pointer)
   5  unauthorised: no token, token refused (401/403), or tenant not visible to it (404)
-  6  unreachable: transport failure, or 429/5xx after retries
+  6  unreachable: transport failure, or 408/429/5xx after retries
   7  not approved: rejected, revoked or deprecated while waiting (--wait-approved)
   8  timeout: still pending after --timeout (--wait-approved)
 
@@ -510,7 +510,7 @@ fn classify_refusal(reply: &Reply, remote: &Remote) -> Outcome {
                 describe(reply)
             ))
         }
-        s if s.is_server_error() || s == StatusCode::TOO_MANY_REQUESTS => {
+        s if s.is_server_error() || retry::retryable_status(s) => {
             Outcome::Unreachable(describe(reply))
         }
         _ => Outcome::Other(format!("unexpected answer {}", describe(reply))),

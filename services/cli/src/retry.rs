@@ -1,8 +1,9 @@
 //! Bounded retries with backoff for requests that are safe to repeat.
 //!
 //! A request is retried when it did not reach the server (connect refused,
-//! reset, timeout) or when the server asked to be left alone for a while:
-//! `429 Too Many Requests`, `502`, `503` and `504`. A `Retry-After` header
+//! reset, timeout), when the server gave up on it (`408`, Signet's request
+//! timeout) or asked to be left alone for a while: `429 Too Many Requests`,
+//! `502`, `503` and `504`. A `Retry-After` header
 //! (seconds, or an HTTP date) is honoured up to [`RetryPolicy::max_delay`];
 //! otherwise the delay doubles from [`RetryPolicy::first_delay`]. Any other
 //! answer, including other 5xx, is returned at once: retrying a `500` only
@@ -55,7 +56,8 @@ pub struct Outcome {
 pub fn retryable_status(status: StatusCode) -> bool {
     matches!(
         status,
-        StatusCode::TOO_MANY_REQUESTS
+        StatusCode::REQUEST_TIMEOUT
+            | StatusCode::TOO_MANY_REQUESTS
             | StatusCode::BAD_GATEWAY
             | StatusCode::SERVICE_UNAVAILABLE
             | StatusCode::GATEWAY_TIMEOUT
@@ -169,7 +171,7 @@ mod tests {
 
     #[test]
     fn only_overload_and_gateway_answers_are_retried() {
-        for s in [429, 502, 503, 504] {
+        for s in [408, 429, 502, 503, 504] {
             assert!(retryable_status(StatusCode::from_u16(s).unwrap()), "{s}");
         }
         for s in [200, 201, 400, 401, 403, 404, 409, 422, 500, 501] {
