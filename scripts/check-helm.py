@@ -9,7 +9,8 @@ kubernetes-validate (strict: unknown fields fail), and the chart's own
 rules: probes on /healthz and /readyz, non-root and read-only containers,
 the migration Job as a pre-install/pre-upgrade hook running `signet migrate`,
 secrets referenced (never literal env values, never rendered from the chart's
-defaults), consistent selectors, and the expected objects per value set.
+defaults), consistent selectors, the expected objects per value set, and a
+signet.toml that parses and carries the values' issuers and claim rules.
 The Ingress is checked against the API itself: every path of
 openapi/openapi.json (and the paths resolve and scope will serve) must reach
 the Deployment whose `--services` serves it, under the controller's path
@@ -25,6 +26,7 @@ import json
 import pathlib
 import re
 import sys
+import tomllib
 
 import helm_python as helm
 import kubernetes_validate
@@ -71,6 +73,10 @@ MUST_FAIL = [
     ({"secrets": {"create": True}}, "databaseUrl"),
     ({"secrets": {"create": True, "existingSecret": "x", "databaseUrl": "postgres://a@b/c",
                   "encryptionKey": "k"}}, "exclusive"),
+    ({"auth": {"issuers": [{"issuer": "https://token.actions.githubusercontent.com", "audience": "a",
+                            "algorithms": ["RS256"], "jwksUrl": "https://x/jwks",
+                            "rules": [{"match": {"repository_id": 123}, "tenant": "acme",
+                                       "roles": ["publisher"]}]}]}}, "must be a string"),
 ]
 
 errors = []
@@ -326,6 +332,7 @@ def check_set(name, values, defaults):
         if "pre-install" not in (sec["metadata"].get("annotations") or {}).get("helm.sh/hook", ""):
             fail(sw, "a chart-made Secret must exist before the migration hook (pre-install hook)")
     for cm in by_kind.get("ConfigMap", []):
+        check_config(f"{where} ConfigMap/{cm['metadata']['name']}", cm, values, defaults)
         text = yaml.safe_dump(cm.get("data") or {})
         for word in ("postgres://", "postgresql://", "hs256_secret", "encryption_key"):
             if word in text:
@@ -335,6 +342,33 @@ def check_set(name, values, defaults):
         routed += check_ingress(where, ing, deployments, by_kind.get("Service", []))
     extra = f"; Ingress routes {routed} paths to the right role" if routed else ""
     print(f"  {name}: {len(docs)} objects rendered, validated against Kubernetes {KUBE_VERSION}{extra}")
+
+
+def check_config(where, cm, values, defaults):
+    """signet.toml parses as TOML and carries the issuers of the values,
+    their claim rules included, unchanged."""
+    text = (cm.get("data") or {}).get("signet.toml")
+    if text is None:
+        return
+    try:
+        cfg = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        fail(where, f"signet.toml is not TOML: {e}")
+        return
+    want = (values.get("auth") or {}).get("issuers", (defaults.get("auth") or {}).get("issuers")) or []
+    got = (cfg.get("auth") or {}).get("issuers") or []
+    if len(got) != len(want):
+        fail(where, f"signet.toml has {len(got)} issuers, the values {len(want)}")
+        return
+    for i, (g, w) in enumerate(zip(got, want)):
+        for key, wkey in [("issuer", "issuer"), ("audience", "audience"), ("algorithms", "algorithms"),
+                          ("jwks_url", "jwksUrl"), ("public_key_file", "publicKeyFile")]:
+            if g.get(key) != w.get(wkey):
+                fail(where, f"auth.issuers[{i}].{key}: {g.get(key)!r}, values say {w.get(wkey)!r}")
+        wrules = [{"match": r.get("match"), "tenant": r.get("tenant"), "roles": r.get("roles")}
+                  for r in w.get("rules") or []]
+        if (g.get("rules") or []) != wrules:
+            fail(where, f"auth.issuers[{i}].rules: {g.get('rules')!r}, values say {wrules!r}")
 
 
 def main():

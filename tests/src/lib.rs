@@ -19,7 +19,7 @@ use jsonwebtoken::{Algorithm, DecodingKey};
 use serde_json::{Value, json};
 use signet_core::ids::TenantId;
 use signet_http::Authenticator;
-use signet_http::auth::{IssuerConfig, KeySource};
+use signet_http::auth::{ClaimMapping, IssuerConfig, KeySource};
 use signet_server::app::{self, AppContext};
 use signet_server::config::Config;
 use signet_server::metrics::Metrics;
@@ -113,12 +113,14 @@ pub fn test_issuers() -> Vec<IssuerConfig> {
             keys: KeySource::Static(
                 DecodingKey::from_ed_components(&b64(&test_key().public)).unwrap(),
             ),
+            mapping: ClaimMapping::FromToken,
         },
         IssuerConfig {
             issuer: HS_ISSUER.into(),
             audience: AUDIENCE.into(),
             algorithms: vec![Algorithm::HS256],
             keys: KeySource::Static(DecodingKey::from_secret(HS_SECRET.as_bytes())),
+            mapping: ClaimMapping::FromToken,
         },
     ]
 }

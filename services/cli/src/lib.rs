@@ -5,5 +5,14 @@
 //!
 //! - [`remote`]: a small HTTP client for Signet's own `/v1` API (base URL,
 //!   tenant, bearer token from the environment, problem+json bodies).
+//! - [`retry`]: bounded retries with backoff (honouring `Retry-After`) for
+//!   requests that are safe to repeat.
+//! - [`publish`]: `signet publish`, its outcomes and exit codes, and
+//!   `--wait-approved`.
+//! - [`oidc`]: the GitHub Actions OIDC token request behind
+//!   `--github-oidc`.
 
+pub mod oidc;
+pub mod publish;
 pub mod remote;
+pub mod retry;

@@ -33,7 +33,8 @@ impl Token {
         }
     }
 
-    fn expose(&self) -> &str {
+    /// The token itself, for an `Authorization` header (never for output).
+    pub(crate) fn expose(&self) -> &str {
         &self.0
     }
 }
@@ -193,7 +194,7 @@ impl Remote {
             shown.set_query(None);
             RemoteError::Unreachable {
                 url: shown.to_string(),
-                reason: one_line(&e),
+                reason: one_line(&e.without_url()),
             }
         };
         let resp = req.send().await.map_err(unreachable)?;
@@ -209,7 +210,7 @@ impl Remote {
 }
 
 /// An error and its sources on one line.
-fn one_line(e: &dyn std::error::Error) -> String {
+pub(crate) fn one_line(e: &dyn std::error::Error) -> String {
     let mut s = e.to_string();
     let mut cur = e.source();
     while let Some(c) = cur {

@@ -12,7 +12,7 @@ use base64::Engine as _;
 use criterion::{Criterion, criterion_group, criterion_main};
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header};
 use signet_http::Authenticator;
-use signet_http::auth::{IssuerConfig, KeySource};
+use signet_http::auth::{ClaimMapping, IssuerConfig, KeySource};
 
 fn bench(c: &mut Criterion) {
     let doc = Ed25519KeyPair::generate_pkcs8(&SystemRandom::new()).unwrap();
@@ -27,6 +27,7 @@ fn bench(c: &mut Criterion) {
         audience: "signet".into(),
         algorithms: vec![Algorithm::EdDSA],
         keys: KeySource::Static(DecodingKey::from_ed_components(&x).unwrap()),
+        mapping: ClaimMapping::FromToken,
     };
     let exp = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)

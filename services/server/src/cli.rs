@@ -33,6 +33,8 @@ pub enum Command {
     /// Work with signature documents offline (digest, reduce, verify, diff).
     #[command(subcommand)]
     Signature(crate::signature_cmd::SignatureCommand),
+    /// Publish a server card to a Signet server, from CI (exit codes in --help).
+    Publish(signet_cli::publish::PublishArgs),
 }
 
 /// Where the database is.
@@ -115,6 +117,9 @@ pub async fn run(cli: Cli) -> anyhow::Result<i32> {
         Command::Openapi(args) => openapi(args, &mut std::io::stdout()),
         Command::Signature(cmd) => {
             crate::signature_cmd::run(cmd, &mut std::io::stdout(), &mut std::io::stderr())
+        }
+        Command::Publish(args) => {
+            signet_cli::publish::run(args, &mut std::io::stdout(), &mut std::io::stderr()).await
         }
     }
 }

@@ -149,6 +149,37 @@ pub struct IssuerSettings {
     /// Shared HS256 secret (at least 32 bytes). Prefer the environment.
     #[serde(default, skip_serializing)]
     pub hs256_secret: Option<String>,
+    /// Claim mapping (`[[auth.issuers.rules]]`): when present, a token's
+    /// tenant and roles come from the first rule whose claims all match,
+    /// never from the token's own `tenant`/`roles`; no match is a 401.
+    /// Empty: the token's own claims.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rules: Vec<ClaimRuleSettings>,
+}
+
+/// One claim-mapping rule of an issuer.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClaimRuleSettings {
+    /// Claim name → required string value; a trailing `*` matches any value
+    /// starting with the text before it. Every entry must match.
+    #[serde(rename = "match")]
+    pub matches: std::collections::BTreeMap<String, String>,
+    /// The tenant a matching token acts in.
+    pub tenant: String,
+    /// Its roles (tenant roles; `platform` is refused).
+    pub roles: Vec<String>,
+}
+
+impl ClaimRuleSettings {
+    /// The checked rule.
+    pub fn rule(&self) -> Result<signet_http::auth::ClaimRule, signet_http::auth::RuleError> {
+        signet_http::auth::ClaimRule::new(
+            self.matches.iter().map(|(k, v)| (k.as_str(), v.as_str())),
+            &self.tenant,
+            &self.roles,
+        )
+    }
 }
 
 /// PostgreSQL pool settings.
@@ -372,6 +403,10 @@ impl Config {
                 crate::url_policy::trusted_fetch_url(u)
                     .map_err(|e| anyhow::anyhow!("{at}.jwks_url: {e}"))?;
             }
+            for (j, rule) in iss.rules.iter().enumerate() {
+                rule.rule()
+                    .map_err(|e| anyhow::anyhow!("{at}.rules[{j}].{e}"))?;
+            }
         }
         if self.postgres.max_connections == 0 {
             bail!("postgres.max_connections must be greater than 0");
@@ -582,6 +617,7 @@ mod tests {
             jwks_url: Some(url.into()),
             public_key_file: None,
             hs256_secret: None,
+            rules: Vec::new(),
         });
         c
     }
@@ -619,6 +655,107 @@ mod tests {
             let e = with_jwks(bad).validate().expect_err(bad).to_string();
             assert!(e.contains("auth.issuers[0].jwks_url"), "{bad}: {e}");
         }
+    }
+
+    fn load_toml(text: &str) -> anyhow::Result<Config> {
+        let file =
+            std::env::temp_dir().join(format!("signet-config-{}.toml", uuid::Uuid::new_v4()));
+        std::fs::write(&file, text).unwrap();
+        let cfg = Config::load(Some(&file), &Overrides::default());
+        let _ = std::fs::remove_file(&file);
+        cfg
+    }
+
+    const GITHUB_ISSUER: &str = r#"
+[[auth.issuers]]
+issuer = "https://token.actions.githubusercontent.com"
+audience = "https://signet.example"
+algorithms = ["RS256"]
+jwks_url = "https://token.actions.githubusercontent.com/.well-known/jwks"
+"#;
+
+    #[test]
+    fn claim_rules_load_from_toml_in_order() {
+        let cfg = load_toml(&format!(
+            r#"{GITHUB_ISSUER}
+[[auth.issuers.rules]]
+match = {{ repository_owner = "acme", job_workflow_ref = "acme/infra/.github/workflows/signet.yml@refs/heads/main" }}
+tenant = "acme"
+roles = ["publisher"]
+
+[[auth.issuers.rules]]
+match = {{ repository = "acme/infra", ref = "refs/tags/*" }}
+tenant = "acme"
+roles = ["reader", "client"]
+"#
+        ))
+        .unwrap();
+        let rules = &cfg.auth.issuers[0].rules;
+        assert_eq!(rules.len(), 2);
+        assert_eq!(rules[0].matches["repository_owner"], "acme");
+        assert_eq!(rules[1].roles, vec!["reader", "client"]);
+        let r = rules[1].rule().unwrap();
+        assert_eq!(
+            r.roles(),
+            &[signet_http::Role::Reader, signet_http::Role::Client]
+        );
+        let built = crate::serve::issuer_configs(&cfg).unwrap();
+        assert!(matches!(
+            &built[0].mapping,
+            signet_http::auth::ClaimMapping::Rules(r) if r.len() == 2
+        ));
+        // No rules: the token's own claims.
+        let plain = load_toml(GITHUB_ISSUER).unwrap();
+        assert!(matches!(
+            crate::serve::issuer_configs(&plain).unwrap()[0].mapping,
+            signet_http::auth::ClaimMapping::FromToken
+        ));
+    }
+
+    #[test]
+    fn bad_claim_rules_are_named_by_position_and_field() {
+        let rule = |body: &str| {
+            let text = format!(
+                "{GITHUB_ISSUER}\n[[auth.issuers.rules]]\nmatch = {{ repository_owner = \"acme\" }}\ntenant = \"acme\"\nroles = [\"reader\"]\n\n[[auth.issuers.rules]]\n{body}\n"
+            );
+            format!("{:#}", load_toml(&text).unwrap_err())
+        };
+        for (body, want) in [
+            (
+                "match = { repository_owner = \"acme\" }\ntenant = \"Not A Tenant\"\nroles = [\"reader\"]",
+                "auth.issuers[0].rules[1].tenant: ",
+            ),
+            (
+                "match = { repository_owner = \"acme\" }\ntenant = \"acme\"\nroles = [\"platform\"]",
+                "auth.issuers[0].rules[1].roles[0]: platform cannot",
+            ),
+            (
+                "match = {}\ntenant = \"acme\"\nroles = [\"reader\"]",
+                "auth.issuers[0].rules[1].match: name at least one claim",
+            ),
+            (
+                "match = { ref = \"refs/*/main\" }\ntenant = \"acme\"\nroles = [\"reader\"]",
+                "auth.issuers[0].rules[1].match.ref: ",
+            ),
+            (
+                "match = { repository_owner = \"acme\" }\ntenant = \"acme\"\nroles = []",
+                "auth.issuers[0].rules[1].roles: list at least one role",
+            ),
+        ] {
+            let e = rule(body);
+            assert!(e.contains(want), "{body}: {e}");
+        }
+        // Claims are strings: a number is refused when the file is read.
+        let e = rule("match = { repository_id = 123 }\ntenant = \"acme\"\nroles = [\"reader\"]");
+        assert!(
+            e.contains("expected a string") && e.contains("rules.1.match.repository_id"),
+            "{e}"
+        );
+        // An unknown key in a rule is a typo, not a silently ignored setting.
+        let e = rule(
+            "match = { repository_owner = \"acme\" }\ntenant = \"acme\"\nroles = [\"reader\"]\nrole = \"admin\"",
+        );
+        assert!(e.contains("unknown field: found `role`"), "{e}");
     }
 
     #[test]

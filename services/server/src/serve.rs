@@ -9,7 +9,7 @@ use anyhow::{Context as _, bail};
 use jsonwebtoken::{Algorithm, DecodingKey};
 use signet_core::ids::TenantId;
 use signet_http::Authenticator;
-use signet_http::auth::{IssuerConfig, KeySource};
+use signet_http::auth::{ClaimMapping, IssuerConfig, KeySource};
 use signet_tenancy::Policy;
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
@@ -64,6 +64,22 @@ impl Running {
 
 /// Builds the authenticator from configuration (plus the dev issuer).
 pub fn authenticator(cfg: &Config, dev_key: Option<&DevKey>) -> anyhow::Result<Authenticator> {
+    let mut issuers = issuer_configs(cfg)?;
+    if let Some(key) = dev_key {
+        issuers.push(IssuerConfig {
+            issuer: DEV_ISSUER.into(),
+            audience: DEV_AUDIENCE.into(),
+            algorithms: vec![Algorithm::EdDSA],
+            keys: KeySource::Static(key.decoding_key()?),
+            mapping: ClaimMapping::FromToken,
+        });
+    }
+    Ok(Authenticator::new(issuers, cfg.auth.leeway_secs))
+}
+
+/// The configured issuers (`[[auth.issuers]]`), keys and claim mappings
+/// resolved.
+pub fn issuer_configs(cfg: &Config) -> anyhow::Result<Vec<IssuerConfig>> {
     let mut issuers = Vec::new();
     for (i, iss) in cfg.auth.issuers.iter().enumerate() {
         let algorithms = iss
@@ -92,22 +108,27 @@ pub fn authenticator(cfg: &Config, dev_key: Option<&DevKey>) -> anyhow::Result<A
         } else {
             bail!("auth.issuers[{i}]: no key source");
         };
+        let mapping = if iss.rules.is_empty() {
+            ClaimMapping::FromToken
+        } else {
+            let mut rules = Vec::new();
+            for (j, rule) in iss.rules.iter().enumerate() {
+                rules.push(
+                    rule.rule()
+                        .map_err(|e| anyhow::anyhow!("auth.issuers[{i}].rules[{j}].{e}"))?,
+                );
+            }
+            ClaimMapping::Rules(rules)
+        };
         issuers.push(IssuerConfig {
             issuer: iss.issuer.clone(),
             audience: iss.audience.clone(),
             algorithms,
             keys,
+            mapping,
         });
     }
-    if let Some(key) = dev_key {
-        issuers.push(IssuerConfig {
-            issuer: DEV_ISSUER.into(),
-            audience: DEV_AUDIENCE.into(),
-            algorithms: vec![Algorithm::EdDSA],
-            keys: KeySource::Static(key.decoding_key()?),
-        });
-    }
-    Ok(Authenticator::new(issuers, cfg.auth.leeway_secs))
+    Ok(issuers)
 }
 
 /// Opens the database and applies (or checks) migrations.

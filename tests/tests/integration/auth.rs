@@ -10,7 +10,7 @@ use aws_lc_rs::rand::SystemRandom;
 use aws_lc_rs::signature::{Ed25519KeyPair, KeyPair as _};
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use serde_json::{Value, json};
-use signet_http::auth::{IssuerConfig, KeySource};
+use signet_http::auth::{ClaimMapping, IssuerConfig, KeySource};
 use signet_tests::*;
 
 fn path(app: &TestApp) -> String {
@@ -377,6 +377,7 @@ fn jwks_issuer(addr: std::net::SocketAddr, min_refetch: Duration) -> Vec<IssuerC
             url: format!("http://{addr}/jwks.json"),
             min_refetch,
         },
+        mapping: ClaimMapping::FromToken,
     });
     v
 }

@@ -6,6 +6,7 @@ mod cli;
 mod input;
 mod isolation;
 mod ops;
+mod publish;
 mod registry;
 mod registry_realdata;
 mod repo;
