@@ -81,6 +81,42 @@ impl TryFrom<VersionRow> for StoredVersion {
     }
 }
 
+/// A version with its document and its server key: `server_key` (the
+/// version's `server` column) and the [`VersionRow`] columns.
+#[derive(Debug, sqlx::FromRow)]
+pub struct KeyedVersionRow {
+    /// Server key.
+    pub server_key: String,
+    /// The version.
+    #[sqlx(flatten)]
+    pub version: VersionRow,
+}
+
+impl TryFrom<KeyedVersionRow> for (String, StoredVersion) {
+    type Error = RegistryStoreError;
+    fn try_from(r: KeyedVersionRow) -> Result<Self, RegistryStoreError> {
+        Ok((r.server_key, r.version.try_into()?))
+    }
+}
+
+/// A version without its document, with its server key: `server_key` and
+/// the [`VersionMetaRow`] columns.
+#[derive(Debug, sqlx::FromRow)]
+pub struct KeyedMetaRow {
+    /// Server key.
+    pub server_key: String,
+    /// The version.
+    #[sqlx(flatten)]
+    pub meta: VersionMetaRow,
+}
+
+impl TryFrom<KeyedMetaRow> for (String, VersionMeta) {
+    type Error = RegistryStoreError;
+    fn try_from(r: KeyedMetaRow) -> Result<Self, RegistryStoreError> {
+        Ok((r.server_key, r.meta.try_into()?))
+    }
+}
+
 /// A version with its document and reviews: the [`VersionRow`] columns and
 /// `reviews`, the version's `version_reviews` rows (oldest first) as a JSON
 /// array of objects with the [`ReviewRow`] fields.
