@@ -203,7 +203,11 @@ async fn list_latest(
     req: &ListRequest,
 ) -> Result<Page, ApiError> {
     let want = req.limit as usize + 1;
-    let mut after = req.after.as_ref().map(|(s, _)| s.clone()).unwrap_or_default();
+    let mut after = req
+        .after
+        .as_ref()
+        .map(|(s, _)| s.clone())
+        .unwrap_or_default();
     let mut chosen: Vec<(String, String)> = Vec::with_capacity(want);
     while chosen.len() < want {
         let batch = st
@@ -594,7 +598,8 @@ mod tests {
         let blank = json!({"name": "io.github.a/b", "version": "1.0.0", "description": "  "});
         let v = server_view(blank.as_object().unwrap().clone());
         assert_eq!(v["description"], "io.github.a/b");
-        let long = json!({"name": "io.github.a/b", "version": "1.0.0", "description": "é".repeat(150)});
+        let long =
+            json!({"name": "io.github.a/b", "version": "1.0.0", "description": "é".repeat(150)});
         let v = server_view(long.as_object().unwrap().clone());
         let d = v["description"].as_str().unwrap();
         assert_eq!(d.chars().count(), 100);
@@ -615,8 +620,9 @@ mod tests {
         assert_eq!(gone.status, "deleted");
         let msg = gone.status_message.unwrap();
         assert_eq!(msg.chars().count(), MAX_STATUS_MESSAGE_CHARS);
-        let body = serde_json::to_value(official_meta(&meta(Status::Deprecated, true, None), false))
-            .unwrap();
+        let body =
+            serde_json::to_value(official_meta(&meta(Status::Deprecated, true, None), false))
+                .unwrap();
         assert_eq!(
             body,
             json!({"status": "deprecated", "statusChangedAt": "1970-01-01T00:00:05.000Z",

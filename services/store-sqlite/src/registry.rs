@@ -390,8 +390,8 @@ impl RegistryStore for SqliteStore {
         if servers.is_empty() {
             return Ok(Vec::new());
         }
-        let keys = serde_json::to_string(servers)
-            .map_err(|e| RegistryStoreError::Other(e.to_string()))?;
+        let keys =
+            serde_json::to_string(servers).map_err(|e| RegistryStoreError::Other(e.to_string()))?;
         let rows = sqlx::query_as::<_, KeyedMetaRow>(sqlx::AssertSqlSafe(format!(
             "SELECT v.server AS server_key, {META_COLUMNS}
              FROM versions v

@@ -20,3 +20,4 @@ mod smoke;
 mod storage;
 mod telemetry;
 mod tenants;
+mod v01;

@@ -464,8 +464,7 @@ pub async fn list_subregistry_versions(
     let include_deleted = parse_bool("include_deleted", q.get("include_deleted").copied())?;
     let name = server_key(&p.server_name)?;
     let modes = tenant_modes(&st, &scope).await?;
-    let entries =
-        sub::versions_of(&st, scope.tenant(), name.canonical(), include_deleted).await?;
+    let entries = sub::versions_of(&st, scope.tenant(), name.canonical(), include_deleted).await?;
     if entries.is_empty() {
         return Err(V01Error::NotFound(SERVER_NOT_FOUND));
     }
