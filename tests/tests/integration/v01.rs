@@ -949,7 +949,7 @@ async fn real_server_json_documents_come_back_as_published() {
     }
     assert!(docs.len() >= 39, "{} documents", docs.len());
 
-    let mut tenants: Vec<(TenantId, HashMap<(String, String), ()>)> = Vec::new();
+    let mut tenants: Vec<(TenantId, BTreeSet<(String, String)>)> = Vec::new();
     let mut expected: HashMap<String, Vec<(String, String, Value)>> = HashMap::new();
     for (what, doc) in &docs {
         let key = (
@@ -958,7 +958,7 @@ async fn real_server_json_documents_come_back_as_published() {
         );
         let slot = match tenants
             .iter()
-            .position(|(_, seen)| !seen.contains_key(&key))
+            .position(|(_, seen)| !seen.contains(&key))
         {
             Some(i) => i,
             None => {
@@ -976,12 +976,12 @@ async fn real_server_json_documents_come_back_as_published() {
                     )
                     .await;
                 assert_eq!(r.status, 200);
-                tenants.push((t, HashMap::new()));
+                tenants.push((t, BTreeSet::new()));
                 tenants.len() - 1
             }
         };
         let (tenant, seen) = &mut tenants[slot];
-        seen.insert(key, ());
+        seen.insert(key);
         let r = app
             .send(
                 "POST",
