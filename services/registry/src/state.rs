@@ -76,6 +76,8 @@ pub struct RegistryState {
     pub index: Arc<EtagIndex>,
     /// Document limits.
     pub limits: Limits,
+    /// Rendered subregistry views of documents, by digest.
+    pub views: Arc<crate::subregistry::ViewCache>,
 }
 
 pub(crate) fn now() -> Timestamp {

@@ -4,8 +4,8 @@ use async_trait::async_trait;
 use signet_core::ids::{TenantId, Timestamp};
 
 use crate::model::{
-    NewVersion, PublishOutcome, Review, ServerRow, Status, StatusChange, StoredKey, StoredVersion,
-    VersionMeta,
+    ListedVersion, NewVersion, PublishOutcome, Review, ServerRow, Status, StatusChange, StoredKey,
+    StoredVersion, VersionMeta,
 };
 
 /// Store failures.
@@ -151,13 +151,13 @@ pub trait RegistryStore: Send + Sync + 'static {
     /// The tenant's attestation key, if created.
     async fn tenant_key(&self, tenant: &TenantId) -> Result<Option<StoredKey>, RegistryStoreError>;
 
-    /// A page of versions that were ever approved, with their documents and
-    /// server keys (see [`SubregistryQuery`]).
+    /// A page of versions that were ever approved, without their documents
+    /// (see [`SubregistryQuery`]).
     async fn subregistry_versions(
         &self,
         tenant: &TenantId,
         query: &SubregistryQuery,
-    ) -> Result<Vec<(String, StoredVersion)>, RegistryStoreError>;
+    ) -> Result<Vec<ListedVersion>, RegistryStoreError>;
 
     /// The keys of up to `limit` servers after `after` (exclusive, byte
     /// order) that have an approved version, whose key contains `search`
@@ -170,13 +170,13 @@ pub trait RegistryStore: Send + Sync + 'static {
         limit: u32,
     ) -> Result<Vec<String>, RegistryStoreError>;
 
-    /// The approved versions (no documents) of these servers, each with its
-    /// server key, in no particular order.
+    /// The approved versions (no documents) of these servers, in no
+    /// particular order.
     async fn approved_versions(
         &self,
         tenant: &TenantId,
         servers: &[String],
-    ) -> Result<Vec<(String, VersionMeta)>, RegistryStoreError>;
+    ) -> Result<Vec<ListedVersion>, RegistryStoreError>;
 
     /// These `(server key, version)` versions with their documents, each
     /// with its server key, in no particular order; absent ones are left

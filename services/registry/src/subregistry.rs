@@ -17,18 +17,21 @@
 
 use std::cmp::Ordering;
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use serde::Serialize;
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 use signet_core::Mode;
 use signet_core::card::{Limits, ServerCard};
 use signet_core::ids::{TenantId, Timestamp};
+use signet_http::cpu::offload;
 use signet_http::problem::ApiError;
 use utoipa::ToSchema;
 
 use crate::error::store_error;
-use crate::index::{latest, semver_cmp};
-use crate::model::{Status, StoredVersion, VersionMeta};
+use crate::index::{latest, record_etag, semver_cmp};
+use crate::model::{ListedVersion, Status, StoredVersion, VersionMeta};
 use crate::state::{EnforcementModes, RegistryState};
 use crate::store::SubregistryQuery;
 
@@ -94,13 +97,15 @@ pub struct ListRequest {
     pub limit: u32,
 }
 
-/// One visible version.
+/// One visible version (without its document).
 #[derive(Debug, Clone)]
 pub struct Entry {
     /// The server key.
     pub key: String,
-    /// The version with its document.
-    pub stored: StoredVersion,
+    /// The server name as first published.
+    pub server: String,
+    /// The version.
+    pub meta: VersionMeta,
     /// Whether it is what `latest` resolves to.
     pub is_latest: bool,
 }
@@ -148,27 +153,31 @@ pub async fn list(
         .map_err(store_error)?;
     let next = if rows.len() > req.limit as usize {
         rows.truncate(req.limit as usize);
-        rows.last()
-            .map(|(k, v)| (k.clone(), v.meta.version.clone()))
+        rows.last().map(|v| (v.key.clone(), v.meta.version.clone()))
     } else {
         None
     };
     // What `latest` is for each server on the page.
-    let mut servers: Vec<String> = rows.iter().map(|(k, _)| k.clone()).collect();
+    let mut servers: Vec<String> = rows.iter().map(|v| v.key.clone()).collect();
     servers.dedup();
     let latest = latest_of(st, tenant, &servers).await?;
     let entries = rows
         .into_iter()
-        .map(|(key, stored)| {
-            let is_latest = latest.get(&key) == Some(&stored.meta.version);
-            Entry {
-                key,
-                stored,
-                is_latest,
-            }
+        .map(|v| {
+            let is_latest = latest.get(&v.key) == Some(&v.meta.version);
+            entry(v, is_latest)
         })
         .collect();
     Ok(Page { entries, next })
+}
+
+fn entry(v: ListedVersion, is_latest: bool) -> Entry {
+    Entry {
+        key: v.key,
+        server: v.server,
+        meta: v.meta,
+        is_latest,
+    }
 }
 
 /// The version `latest` resolves to for each of `servers` that has one
@@ -178,19 +187,26 @@ async fn latest_of(
     tenant: &TenantId,
     servers: &[String],
 ) -> Result<HashMap<String, String>, ApiError> {
-    let metas = st
+    let approved = st
         .store
         .approved_versions(tenant, servers)
         .await
         .map_err(store_error)?;
-    let mut by_server: HashMap<String, Vec<VersionMeta>> = HashMap::new();
-    for (key, meta) in metas {
-        by_server.entry(key).or_default().push(meta);
-    }
-    Ok(by_server
+    Ok(by_server(approved)
         .into_iter()
-        .filter_map(|(key, metas)| latest(&metas).map(|m| (key, m.version.clone())))
+        .filter_map(|(key, versions)| {
+            let metas: Vec<VersionMeta> = versions.into_iter().map(|v| v.meta).collect();
+            latest(&metas).map(|m| (key, m.version.clone()))
+        })
         .collect())
+}
+
+fn by_server(versions: Vec<ListedVersion>) -> HashMap<String, Vec<ListedVersion>> {
+    let mut out: HashMap<String, Vec<ListedVersion>> = HashMap::new();
+    for v in versions {
+        out.entry(v.key.clone()).or_default().push(v);
+    }
+    out
 }
 
 /// `version=latest`: one entry per server that has a latest version, in
@@ -208,8 +224,8 @@ async fn list_latest(
         .as_ref()
         .map(|(s, _)| s.clone())
         .unwrap_or_default();
-    let mut chosen: Vec<(String, String)> = Vec::with_capacity(want);
-    while chosen.len() < want {
+    let mut entries: Vec<Entry> = Vec::with_capacity(want);
+    while entries.len() < want {
         let batch = st
             .store
             .servers_with_approved(tenant, &after, req.search.as_deref(), want as u32)
@@ -218,29 +234,29 @@ async fn list_latest(
         let Some(last) = batch.last().cloned() else {
             break;
         };
-        let metas = st
+        let approved = st
             .store
             .approved_versions(tenant, &batch)
             .await
             .map_err(store_error)?;
-        let mut by_server: HashMap<&str, Vec<&VersionMeta>> = HashMap::new();
-        for (key, meta) in &metas {
-            by_server.entry(key.as_str()).or_default().push(meta);
-        }
+        let mut grouped = by_server(approved);
         for key in &batch {
-            let Some(versions) = by_server.get(key.as_str()) else {
+            let Some(versions) = grouped.remove(key) else {
                 continue;
             };
-            let owned: Vec<VersionMeta> = versions.iter().map(|m| (*m).clone()).collect();
-            let Some(top) = latest(&owned) else { continue };
+            let metas: Vec<VersionMeta> = versions.iter().map(|v| v.meta.clone()).collect();
+            let Some(top) = latest(&metas) else { continue };
             if req
                 .updated_since
                 .is_some_and(|since| top.status.changed_at <= since)
             {
                 continue;
             }
-            chosen.push((key.clone(), top.version.clone()));
-            if chosen.len() == want {
+            let top = top.version.clone();
+            if let Some(v) = versions.into_iter().find(|v| v.meta.version == top) {
+                entries.push(entry(v, true));
+            }
+            if entries.len() == want {
                 break;
             }
         }
@@ -249,32 +265,14 @@ async fn list_latest(
         }
         after = last;
     }
-    let next = if chosen.len() > req.limit as usize {
-        chosen.truncate(req.limit as usize);
-        chosen.last().cloned()
+    let next = if entries.len() > req.limit as usize {
+        entries.truncate(req.limit as usize);
+        entries
+            .last()
+            .map(|e| (e.key.clone(), e.meta.version.clone()))
     } else {
         None
     };
-    let mut found: HashMap<(String, String), StoredVersion> = st
-        .store
-        .versions_by_keys(tenant, &chosen)
-        .await
-        .map_err(store_error)?
-        .into_iter()
-        .map(|(key, stored)| ((key, stored.meta.version.clone()), stored))
-        .collect();
-    // A version approved a moment ago cannot vanish (versions are never
-    // deleted); one missing here is skipped rather than failing the page.
-    let entries = chosen
-        .into_iter()
-        .filter_map(|k| {
-            found.remove(&k).map(|stored| Entry {
-                key: k.0,
-                stored,
-                is_latest: true,
-            })
-        })
-        .collect();
     Ok(Page { entries, next })
 }
 
@@ -299,18 +297,73 @@ pub async fn versions_of(
         .map_err(store_error)?;
     // Every approved version is among the rows (deleted ones are the only
     // ones ever filtered out), so `latest` is decided from them.
-    let metas: Vec<VersionMeta> = rows.iter().map(|(_, v)| v.meta.clone()).collect();
+    let metas: Vec<VersionMeta> = rows.iter().map(|v| v.meta.clone()).collect();
     let top = latest(&metas).map(|m| m.version.clone());
     let mut entries: Vec<Entry> = rows
         .into_iter()
-        .map(|(key, stored)| Entry {
-            is_latest: top.as_deref() == Some(stored.meta.version.as_str()),
-            key,
-            stored,
+        .map(|v| {
+            let is_latest = top.as_deref() == Some(v.meta.version.as_str());
+            entry(v, is_latest)
         })
         .collect();
-    entries.sort_by(|a, b| newest_first(&a.stored.meta.version, &b.stored.meta.version));
+    entries.sort_by(|a, b| newest_first(&a.meta.version, &b.meta.version));
     Ok(entries)
+}
+
+/// The rendered views of `entries`, in order: from the view cache, the
+/// documents of the misses read in one query and rendered on the CPU pool.
+pub async fn views(
+    st: &RegistryState,
+    tenant: &TenantId,
+    entries: &[Entry],
+) -> Result<Vec<Arc<DocView>>, ApiError> {
+    let mut out: Vec<Option<Arc<DocView>>> = entries
+        .iter()
+        .map(|e| st.views.get(tenant, &e.meta.digest))
+        .collect();
+    let missing: Vec<(String, String)> = entries
+        .iter()
+        .zip(&out)
+        .filter(|(_, v)| v.is_none())
+        .map(|(e, _)| (e.key.clone(), e.meta.version.clone()))
+        .collect();
+    if missing.is_empty() {
+        return Ok(out.into_iter().flatten().collect());
+    }
+    let docs = st
+        .store
+        .versions_by_keys(tenant, &missing)
+        .await
+        .map_err(store_error)?;
+    let limits = st.limits.clone();
+    let rendered = offload(move || {
+        docs.into_iter()
+            .map(|(_, stored)| {
+                DocView::render(&stored.document, &limits)
+                    .map(|v| (stored.meta.digest, Arc::new(v)))
+                    .map_err(|e| (stored.server, e))
+            })
+            .collect::<Result<HashMap<String, Arc<DocView>>, (String, String)>>()
+    })
+    .await?
+    .map_err(|(server, e)| {
+        tracing::error!(error = %e, server.name = %server, "subregistry view failed");
+        ApiError::internal()
+    })?;
+    for (digest, view) in &rendered {
+        st.views.insert(tenant, digest, view.clone());
+    }
+    for (slot, e) in out.iter_mut().zip(entries) {
+        if slot.is_none() {
+            // Versions are never deleted, so every missing one was read.
+            *slot = Some(rendered.get(&e.meta.digest).cloned().ok_or_else(|| {
+                tracing::error!(server.name = %e.server, version = %e.meta.version,
+                    "a listed version has no document");
+                ApiError::internal()
+            })?);
+        }
+    }
+    Ok(out.into_iter().flatten().collect())
 }
 
 // ---------------------------------------------------------------- the view
@@ -321,7 +374,7 @@ pub struct ServerResponse {
     /// The `server.json` document: the published card without its
     /// `signature`.
     #[schema(value_type = Object)]
-    pub server: Value,
+    pub server: Box<RawValue>,
     /// Registry metadata.
     #[serde(rename = "_meta")]
     pub meta: ResponseMeta,
@@ -378,7 +431,7 @@ pub struct SignetMeta {
     /// The worst-case `tools/list`: every tool reduced to the least safe
     /// value of each hint (SEP-2091 "Reference Implementation").
     #[schema(value_type = Vec<Object>)]
-    pub tools: Value,
+    pub tools: Box<RawValue>,
 }
 
 /// A page in the official `ServerList` shape.
@@ -472,47 +525,127 @@ pub fn official_meta(meta: &VersionMeta, is_latest: bool) -> OfficialMeta {
     }
 }
 
-/// Renders one entry (CPU work: parses the document and reduces its
-/// tools; run it on the CPU pool).
-pub fn render(
+/// What the subregistry shows of a published document — its `server.json`
+/// view and its worst-case tools — rendered once: both depend on the
+/// document alone, so they are cached by digest ([`ViewCache`]).
+#[derive(Debug)]
+pub struct DocView {
+    /// [`server_view`] of the document, serialized.
+    pub server: Box<RawValue>,
+    /// The worst-case `tools` array, serialized.
+    pub tools: Box<RawValue>,
+}
+
+impl DocView {
+    /// Renders the view of a stored document (CPU work: it parses the
+    /// document and reduces every tool; run it on the CPU pool).
+    pub fn render(document: &str, limits: &Limits) -> Result<DocView, String> {
+        let doc: Value =
+            serde_json::from_str(document).map_err(|e| format!("stored document: {e}"))?;
+        let card = ServerCard::from_value(&doc, limits)
+            .map_err(|e| format!("stored document no longer validates: {e}"))?;
+        let mut reduced = signet_core::reduce::reduce_signature(&card.signature);
+        drop(card);
+        let tools = reduced
+            .get_mut("tools")
+            .map(Value::take)
+            .unwrap_or(Value::Array(Vec::new()));
+        let Value::Object(obj) = doc else {
+            return Err("stored document is not an object".into());
+        };
+        let server = serde_json::value::to_raw_value(&server_view(obj));
+        let tools = serde_json::value::to_raw_value(&tools);
+        Ok(DocView {
+            server: server.map_err(|e| e.to_string())?,
+            tools: tools.map_err(|e| e.to_string())?,
+        })
+    }
+
+    /// Bytes held.
+    fn weight(&self) -> u32 {
+        u32::try_from(self.server.get().len() + self.tools.get().len()).unwrap_or(u32::MAX)
+    }
+}
+
+/// Rendered [`DocView`]s by (tenant, digest), bounded by bytes. Only an
+/// optimisation: a miss renders again. Keyed by tenant as well, so that
+/// nothing is shared between tenants, not even the timing of a hit.
+pub struct ViewCache {
+    cache: moka::sync::Cache<(TenantId, String), Arc<DocView>>,
+}
+
+impl ViewCache {
+    /// A cache holding at most `max_bytes` of rendered views, each for at
+    /// most ten minutes after its last use.
+    pub fn new(max_bytes: u64) -> ViewCache {
+        ViewCache {
+            cache: moka::sync::Cache::builder()
+                .max_capacity(max_bytes)
+                .weigher(|_, v: &Arc<DocView>| v.weight())
+                .time_to_idle(std::time::Duration::from_secs(600))
+                .build(),
+        }
+    }
+
+    /// The cached view of the document with `digest` in `tenant`.
+    pub fn get(&self, tenant: &TenantId, digest: &str) -> Option<Arc<DocView>> {
+        self.cache.get(&(tenant.clone(), digest.to_owned()))
+    }
+
+    /// Caches the view of the document with `digest` in `tenant`.
+    pub fn insert(&self, tenant: &TenantId, digest: &str, view: Arc<DocView>) {
+        self.cache.insert((tenant.clone(), digest.to_owned()), view);
+    }
+
+    /// The view of `stored` in `tenant`, rendered here on a miss (CPU work).
+    pub fn view(
+        &self,
+        tenant: &TenantId,
+        stored: &StoredVersion,
+        limits: &Limits,
+    ) -> Result<Arc<DocView>, ApiError> {
+        let key = (tenant.clone(), stored.meta.digest.clone());
+        if let Some(v) = self.cache.get(&key) {
+            return Ok(v);
+        }
+        let view = DocView::render(&stored.document, limits).map_err(|e| {
+            tracing::error!(error = %e, server.name = %stored.server, "subregistry view failed");
+            ApiError::internal()
+        })?;
+        let view = Arc::new(view);
+        self.cache.insert(key, view.clone());
+        Ok(view)
+    }
+}
+
+impl Default for ViewCache {
+    /// 64 MiB.
+    fn default() -> Self {
+        ViewCache::new(64 << 20)
+    }
+}
+
+/// One entry as the official API shows it, from its rendered view.
+pub fn response(
     entry: &Entry,
+    view: &DocView,
     tenant: &TenantId,
     modes: &EnforcementModes,
-    limits: &Limits,
-) -> Result<ServerResponse, ApiError> {
-    let stored = &entry.stored;
-    let doc: Value = serde_json::from_str(&stored.document).map_err(|e| {
-        tracing::error!(error = %e, server.name = %stored.server, "stored document is not JSON");
-        ApiError::internal()
-    })?;
-    let card = ServerCard::from_value(&doc, limits).map_err(|e| {
-        tracing::error!(error = %e, server.name = %stored.server, "stored document no longer validates");
-        ApiError::internal()
-    })?;
-    let mut reduced = signet_core::reduce::reduce_signature(&card.signature);
-    drop(card);
-    let tools = reduced
-        .get_mut("tools")
-        .map(Value::take)
-        .unwrap_or(Value::Array(Vec::new()));
-    let Value::Object(obj) = doc else {
-        tracing::error!(server.name = %stored.server, "stored document is not an object");
-        return Err(ApiError::internal());
-    };
-    let meta = &stored.meta;
-    Ok(ServerResponse {
-        server: Value::Object(server_view(obj)),
+) -> ServerResponse {
+    let meta = &entry.meta;
+    ServerResponse {
+        server: view.server.clone(),
         meta: ResponseMeta {
             official: official_meta(meta, entry.is_latest),
             signet: SignetMeta {
                 digest: meta.digest.clone(),
-                attestation: attestation_path(tenant, &stored.server, &meta.version),
+                attestation: attestation_path(tenant, &entry.server, &meta.version),
                 mode: modes.mode_for(&entry.key).as_str(),
                 status: meta.status.status,
-                tools,
+                tools: view.tools.clone(),
             },
         },
-    })
+    }
 }
 
 /// The enforcement modes of the tenant, or `None` when it does not exist.
@@ -524,6 +657,42 @@ pub async fn modes(
         .enforcement_modes(tenant)
         .await
         .map_err(store_error)
+}
+
+/// A list's strong `ETag`: a hash of what its body is made of — each
+/// entry's server, version, record `ETag`, latest flag and mode, and where
+/// the next page starts — so that a conditional request is answered
+/// without rendering the page. (The documents are covered by their
+/// digests, inside the record `ETag`s.)
+pub fn list_etag(
+    entries: &[Entry],
+    modes: &EnforcementModes,
+    next: Option<&(String, String)>,
+) -> String {
+    use sha2::Digest as _;
+    let mut h = sha2::Sha256::new();
+    h.update(b"v0.1 list\n");
+    for e in entries {
+        h.update(e.key.as_bytes());
+        h.update(b"\n");
+        h.update(e.server.as_bytes());
+        h.update(b"\n");
+        h.update(record_etag(&e.meta).as_bytes());
+        h.update(if e.is_latest {
+            "\nlatest\n"
+        } else {
+            "\nolder\n"
+        });
+        h.update(modes.mode_for(&e.key).as_str().as_bytes());
+        h.update(b"\n");
+    }
+    if let Some((k, v)) = next {
+        h.update(b"next\n");
+        h.update(k.as_bytes());
+        h.update(b"\n");
+        h.update(v.as_bytes());
+    }
+    format!("\"{}\"", hex::encode(&h.finalize()[..20]))
 }
 
 /// The strong `ETag` of one version's response, built on its record
@@ -645,6 +814,88 @@ mod tests {
         let mut other = m.clone();
         other.digest = format!("sha256:{}", "c".repeat(64));
         assert_ne!(base, tag(&other, true, Mode::Strict));
+    }
+
+    #[test]
+    fn views_render_once_per_tenant_and_digest() {
+        let doc = json!({"name": "io.github.a/b", "version": "1.0.0", "title": "Bee",
+            "signature": {"tools": [{"name": "t", "inputSchema": {"type": "object"},
+                "annotations": [{"readOnlyHint": true}, {"readOnlyHint": false}]}]}});
+        let stored = StoredVersion {
+            server: "io.github.a/b".into(),
+            meta: meta(Status::Approved, true, None),
+            document: doc.to_string(),
+        };
+        let cache = ViewCache::default();
+        let (a, b) = (
+            TenantId::parse("acme").unwrap(),
+            TenantId::parse("bee").unwrap(),
+        );
+        let limits = Limits::default();
+        let first = cache.view(&a, &stored, &limits).unwrap();
+        let server: Value = serde_json::from_str(first.server.get()).unwrap();
+        assert_eq!(
+            server,
+            json!({"name": "io.github.a/b", "version": "1.0.0", "title": "Bee", "description": "Bee"})
+        );
+        let tools: Value = serde_json::from_str(first.tools.get()).unwrap();
+        assert_eq!(tools[0]["name"], "t");
+        assert_eq!(
+            tools[0]["annotations"]["readOnlyHint"], false,
+            "the worst case"
+        );
+        assert!(Arc::ptr_eq(
+            &first,
+            &cache.view(&a, &stored, &limits).unwrap()
+        ));
+        assert!(!Arc::ptr_eq(
+            &first,
+            &cache.view(&b, &stored, &limits).unwrap()
+        ));
+        let broken = StoredVersion {
+            document: "{\"name\": 1}".into(),
+            meta: VersionMeta {
+                digest: format!("sha256:{}", "d".repeat(64)),
+                ..stored.meta.clone()
+            },
+            ..stored
+        };
+        assert!(cache.view(&a, &broken, &limits).is_err());
+    }
+
+    #[test]
+    fn list_etags_change_with_every_entry_and_the_next_page() {
+        let e = |v: &str, latest: bool| Entry {
+            key: "io.github.a/b".into(),
+            server: "io.github.a/b".into(),
+            meta: VersionMeta {
+                version: v.into(),
+                ..meta(Status::Approved, true, None)
+            },
+            is_latest: latest,
+        };
+        let strict = EnforcementModes {
+            default: Mode::Strict,
+            overrides: vec![],
+        };
+        let base = list_etag(&[e("1.0.0", true)], &strict, None);
+        assert_eq!(base, list_etag(&[e("1.0.0", true)], &strict, None));
+        assert_ne!(base, list_etag(&[e("1.0.0", false)], &strict, None));
+        assert_ne!(
+            base,
+            list_etag(&[e("1.0.0", true), e("0.9.0", false)], &strict, None)
+        );
+        let advisory = EnforcementModes {
+            default: Mode::Strict,
+            overrides: vec![("IO.GITHUB.A/B".into(), Mode::Advisory)],
+        };
+        assert_ne!(base, list_etag(&[e("1.0.0", true)], &advisory, None));
+        let next = ("io.github.a/b".to_owned(), "1.0.0".to_owned());
+        assert_ne!(base, list_etag(&[e("1.0.0", true)], &strict, Some(&next)));
+        let mut revised = e("1.0.0", true);
+        revised.meta.status.revision += 1;
+        assert_ne!(base, list_etag(&[revised], &strict, None));
+        assert_ne!(base, list_etag(&[], &strict, None));
     }
 
     #[test]

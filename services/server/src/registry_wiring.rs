@@ -118,5 +118,6 @@ pub fn registry_state(store: &Store, keyring: Arc<Keyring>, limits: Limits) -> R
         keyring,
         index,
         limits,
+        views: Arc::new(signet_registry::subregistry::ViewCache::default()),
     }
 }

@@ -3,13 +3,13 @@
 use async_trait::async_trait;
 use signet_core::ids::TenantId;
 use signet_registry::model::{
-    NewVersion, PublishOutcome, Review, ServerRow, Status, StatusChange, StoredKey, StoredVersion,
-    VersionMeta,
+    ListedVersion, NewVersion, PublishOutcome, Review, ServerRow, Status, StatusChange, StoredKey,
+    StoredVersion, VersionMeta,
 };
 use signet_registry::store::{ServerQuery, SubregistryQuery, like_pattern};
 use signet_registry::{RegistryStore, RegistryStoreError};
 use signet_store_rows::{
-    KeyRow, KeyedMetaRow, KeyedVersionRow, ReviewRow, ServerSummaryRow, VersionMetaRow,
+    KeyRow, KeyedVersionRow, ListedVersionRow, ReviewRow, ServerSummaryRow, VersionMetaRow,
     VersionRecordRow, VersionRow, registry_error, registry_error_from,
 };
 
@@ -348,7 +348,7 @@ impl RegistryStore for PgStore {
         &self,
         tenant: &TenantId,
         q: &SubregistryQuery,
-    ) -> Result<Vec<(String, StoredVersion)>, RegistryStoreError> {
+    ) -> Result<Vec<ListedVersion>, RegistryStoreError> {
         let pattern = q.search.as_deref().map(like_pattern);
         let (after_server, after_version) = q
             .after
@@ -356,8 +356,8 @@ impl RegistryStore for PgStore {
             .map_or(("", ""), |(s, v)| (s.as_str(), v.as_str()));
         // Keyset pagination on the primary key (tenant, server, version);
         // the database's collation orders both the keyset and the page.
-        let rows = sqlx::query_as::<_, KeyedVersionRow>(sqlx::AssertSqlSafe(format!(
-            "SELECT v.server AS server_key, s.display_name, v.document, {META_COLUMNS}
+        let rows = sqlx::query_as::<_, ListedVersionRow>(sqlx::AssertSqlSafe(format!(
+            "SELECT v.server AS server_key, s.display_name, {META_COLUMNS}
              FROM versions v
              JOIN version_status st ON st.tenant_id = v.tenant_id AND st.server = v.server AND st.version = v.version
              JOIN servers s ON s.tenant_id = v.tenant_id AND s.name = v.server
@@ -412,14 +412,15 @@ impl RegistryStore for PgStore {
         &self,
         tenant: &TenantId,
         servers: &[String],
-    ) -> Result<Vec<(String, VersionMeta)>, RegistryStoreError> {
+    ) -> Result<Vec<ListedVersion>, RegistryStoreError> {
         if servers.is_empty() {
             return Ok(Vec::new());
         }
-        let rows = sqlx::query_as::<_, KeyedMetaRow>(sqlx::AssertSqlSafe(format!(
-            "SELECT v.server AS server_key, {META_COLUMNS}
+        let rows = sqlx::query_as::<_, ListedVersionRow>(sqlx::AssertSqlSafe(format!(
+            "SELECT v.server AS server_key, s.display_name, {META_COLUMNS}
              FROM versions v
              JOIN version_status st ON st.tenant_id = v.tenant_id AND st.server = v.server AND st.version = v.version
+             JOIN servers s ON s.tenant_id = v.tenant_id AND s.name = v.server
              WHERE v.tenant_id = $1 AND st.status = 'approved' AND v.server = ANY($2::text[])"
         )))
         .bind(tenant.as_str())

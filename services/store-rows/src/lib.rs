@@ -17,7 +17,7 @@ mod scope;
 mod tenancy;
 
 pub use registry::{
-    KeyRow, KeyedMetaRow, KeyedVersionRow, ReviewRow, ServerSummaryRow, VersionMetaRow,
+    KeyRow, KeyedVersionRow, ListedVersionRow, ReviewRow, ServerSummaryRow, VersionMetaRow,
     VersionRecordRow, VersionRow,
 };
 pub use resolve::{SessionDbRow, session_error, session_error_from};

@@ -4,7 +4,7 @@
 use signet_core::ids::Timestamp;
 use signet_registry::RegistryStoreError;
 use signet_registry::model::{
-    Review, ServerRow, Status, StatusRow, StoredKey, StoredVersion, VersionMeta,
+    ListedVersion, Review, ServerRow, Status, StatusRow, StoredKey, StoredVersion, VersionMeta,
 };
 
 /// A version with its status, without the document: `version, digest,
@@ -99,21 +99,27 @@ impl TryFrom<KeyedVersionRow> for (String, StoredVersion) {
     }
 }
 
-/// A version without its document, with its server key: `server_key` and
-/// the [`VersionMetaRow`] columns.
+/// A version without its document, with its server's key and display
+/// name: `server_key`, `display_name` and the [`VersionMetaRow`] columns.
 #[derive(Debug, sqlx::FromRow)]
-pub struct KeyedMetaRow {
+pub struct ListedVersionRow {
     /// Server key.
     pub server_key: String,
+    /// Display spelling of the server name.
+    pub display_name: String,
     /// The version.
     #[sqlx(flatten)]
     pub meta: VersionMetaRow,
 }
 
-impl TryFrom<KeyedMetaRow> for (String, VersionMeta) {
+impl TryFrom<ListedVersionRow> for ListedVersion {
     type Error = RegistryStoreError;
-    fn try_from(r: KeyedMetaRow) -> Result<Self, RegistryStoreError> {
-        Ok((r.server_key, r.meta.try_into()?))
+    fn try_from(r: ListedVersionRow) -> Result<Self, RegistryStoreError> {
+        Ok(ListedVersion {
+            key: r.server_key,
+            server: r.display_name,
+            meta: r.meta.try_into()?,
+        })
     }
 }
 

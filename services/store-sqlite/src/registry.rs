@@ -3,13 +3,13 @@
 use async_trait::async_trait;
 use signet_core::ids::TenantId;
 use signet_registry::model::{
-    NewVersion, PublishOutcome, Review, ServerRow, Status, StatusChange, StoredKey, StoredVersion,
-    VersionMeta,
+    ListedVersion, NewVersion, PublishOutcome, Review, ServerRow, Status, StatusChange, StoredKey,
+    StoredVersion, VersionMeta,
 };
 use signet_registry::store::{ServerQuery, SubregistryQuery, like_pattern};
 use signet_registry::{RegistryStore, RegistryStoreError};
 use signet_store_rows::{
-    KeyRow, KeyedMetaRow, KeyedVersionRow, ReviewRow, ServerSummaryRow, VersionMetaRow,
+    KeyRow, KeyedVersionRow, ListedVersionRow, ReviewRow, ServerSummaryRow, VersionMetaRow,
     VersionRecordRow, VersionRow, registry_error, registry_error_from,
 };
 
@@ -323,15 +323,15 @@ impl RegistryStore for SqliteStore {
         &self,
         tenant: &TenantId,
         q: &SubregistryQuery,
-    ) -> Result<Vec<(String, StoredVersion)>, RegistryStoreError> {
+    ) -> Result<Vec<ListedVersion>, RegistryStoreError> {
         let pattern = q.search.as_deref().map(like_pattern);
         let (after_server, after_version) = q
             .after
             .as_ref()
             .map_or(("", ""), |(s, v)| (s.as_str(), v.as_str()));
         // Keyset pagination on the primary key (tenant, server, version).
-        let rows = sqlx::query_as::<_, KeyedVersionRow>(sqlx::AssertSqlSafe(format!(
-            "SELECT v.server AS server_key, s.display_name, v.document, {META_COLUMNS}
+        let rows = sqlx::query_as::<_, ListedVersionRow>(sqlx::AssertSqlSafe(format!(
+            "SELECT v.server AS server_key, s.display_name, {META_COLUMNS}
              FROM versions v
              JOIN version_status st ON st.tenant_id = v.tenant_id AND st.server = v.server AND st.version = v.version
              JOIN servers s ON s.tenant_id = v.tenant_id AND s.name = v.server
@@ -386,16 +386,17 @@ impl RegistryStore for SqliteStore {
         &self,
         tenant: &TenantId,
         servers: &[String],
-    ) -> Result<Vec<(String, VersionMeta)>, RegistryStoreError> {
+    ) -> Result<Vec<ListedVersion>, RegistryStoreError> {
         if servers.is_empty() {
             return Ok(Vec::new());
         }
         let keys =
             serde_json::to_string(servers).map_err(|e| RegistryStoreError::Other(e.to_string()))?;
-        let rows = sqlx::query_as::<_, KeyedMetaRow>(sqlx::AssertSqlSafe(format!(
-            "SELECT v.server AS server_key, {META_COLUMNS}
+        let rows = sqlx::query_as::<_, ListedVersionRow>(sqlx::AssertSqlSafe(format!(
+            "SELECT v.server AS server_key, s.display_name, {META_COLUMNS}
              FROM versions v
              JOIN version_status st ON st.tenant_id = v.tenant_id AND st.server = v.server AND st.version = v.version
+             JOIN servers s ON s.tenant_id = v.tenant_id AND s.name = v.server
              WHERE v.tenant_id = ?1 AND st.status = 'approved'
                AND v.server IN (SELECT value FROM json_each(?2))"
         )))

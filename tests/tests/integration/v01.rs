@@ -956,10 +956,7 @@ async fn real_server_json_documents_come_back_as_published() {
             doc["name"].as_str().unwrap().to_ascii_lowercase(),
             doc["version"].as_str().unwrap().to_owned(),
         );
-        let slot = match tenants
-            .iter()
-            .position(|(_, seen)| !seen.contains(&key))
-        {
+        let slot = match tenants.iter().position(|(_, seen)| !seen.contains(&key)) {
             Some(i) => i,
             None => {
                 let t = if tenants.is_empty() {

@@ -20,6 +20,7 @@ use signet_http::problem::NotAProblem;
 
 use super::*;
 use crate::index::{if_none_match, record_etag};
+use crate::state::EnforcementModes;
 use crate::subregistry::{
     self as sub, Entry, ListMetadata, ListRequest, NotFoundBody, ServerList, ServerResponse,
     VersionFilter,
@@ -103,15 +104,18 @@ fn no_cache(h: &mut HeaderMap) {
     h.insert(header::VARY, HeaderValue::from_static("Authorization"));
 }
 
-/// `200` with `body` and its `ETag`, or `304` when the caller holds it.
-fn respond(body: Vec<u8>, tag: &str, inm: Option<&HeaderValue>) -> Response {
-    if let Some(held) = inm.and_then(|v| v.to_str().ok())
-        && if_none_match(held, tag)
-    {
+/// `304` when the caller holds `tag`.
+fn not_modified_if(inm: Option<&HeaderValue>, tag: &str) -> Option<Response> {
+    let held = inm.and_then(|v| v.to_str().ok())?;
+    if_none_match(held, tag).then(|| {
         let mut r = not_modified(tag, &[]);
         no_cache(r.headers_mut());
-        return r;
-    }
+        r
+    })
+}
+
+/// `200` with a JSON `body` and its `ETag`.
+fn respond(body: Vec<u8>, tag: &str) -> Response {
     let mut r = body.into_response();
     let h = r.headers_mut();
     h.insert(
@@ -121,14 +125,6 @@ fn respond(body: Vec<u8>, tag: &str, inm: Option<&HeaderValue>) -> Response {
     h.insert(header::ETAG, etag_value(tag));
     no_cache(h);
     r
-}
-
-/// A list's `ETag`: the SHA-256 of its body (a page shows many versions,
-/// each of which may change).
-fn body_etag(body: &[u8]) -> String {
-    use sha2::Digest as _;
-    let hash = sha2::Sha256::digest(body);
-    format!("\"{}\"", hex::encode(&hash[..20]))
 }
 
 // ---------------------------------------------------------------- query parameters
@@ -358,21 +354,29 @@ pub struct SubregistryVersionPath {
 
 // ---------------------------------------------------------------- rendering
 
-/// Renders entries as a `ServerList` with its `ETag` (on the CPU pool).
-async fn render_list(
+/// A `ServerList` of `entries`: `304` when the caller holds its `ETag`
+/// (nothing rendered), else the body, from the documents' cached views,
+/// serialized on the CPU pool.
+async fn list_response(
     st: &RegistryState,
     tenant: &TenantId,
     modes: EnforcementModes,
     entries: Vec<Entry>,
     next: Option<(String, String)>,
-) -> Result<(Vec<u8>, String), ApiError> {
+    inm: Option<&HeaderValue>,
+) -> Result<Response, ApiError> {
+    let tag = sub::list_etag(&entries, &modes, next.as_ref());
+    if let Some(r) = not_modified_if(inm, &tag) {
+        return Ok(r);
+    }
+    let views = sub::views(st, tenant, &entries).await?;
     let tenant = tenant.clone();
-    let limits = st.limits.clone();
-    offload(move || {
-        let servers = entries
+    let body = offload(move || {
+        let servers: Vec<ServerResponse> = entries
             .iter()
-            .map(|e| sub::render(e, &tenant, &modes, &limits))
-            .collect::<Result<Vec<ServerResponse>, ApiError>>()?;
+            .zip(&views)
+            .map(|(e, v)| sub::response(e, v, &tenant, &modes))
+            .collect();
         let list = ServerList {
             metadata: ListMetadata {
                 next_cursor: next.map(|(k, v)| cursor_for(&k, &v)),
@@ -380,11 +384,10 @@ async fn render_list(
             },
             servers,
         };
-        let body = serde_json::to_vec(&list).map_err(|_| ApiError::internal())?;
-        let tag = body_etag(&body);
-        Ok((body, tag))
+        serde_json::to_vec(&list).map_err(|_| ApiError::internal())
     })
-    .await?
+    .await??;
+    Ok(respond(body, &tag))
 }
 
 // ---------------------------------------------------------------- handlers
@@ -425,8 +428,15 @@ pub async fn list_subregistry_servers(
     let req = ListRequest::from_query(&pairs)?;
     let modes = tenant_modes(&st, &scope).await?;
     let page = sub::list(&st, scope.tenant(), &req).await?;
-    let (body, tag) = render_list(&st, scope.tenant(), modes, page.entries, page.next).await?;
-    Ok(respond(body, &tag, inm.as_ref()))
+    Ok(list_response(
+        &st,
+        scope.tenant(),
+        modes,
+        page.entries,
+        page.next,
+        inm.as_ref(),
+    )
+    .await?)
 }
 
 /// Every version of one server in a subregistry, newest first (role
@@ -468,8 +478,7 @@ pub async fn list_subregistry_versions(
     if entries.is_empty() {
         return Err(V01Error::NotFound(SERVER_NOT_FOUND));
     }
-    let (body, tag) = render_list(&st, scope.tenant(), modes, entries, None).await?;
-    Ok(respond(body, &tag, inm.as_ref()))
+    Ok(list_response(&st, scope.tenant(), modes, entries, None, inm.as_ref()).await?)
 }
 
 /// One version of a server in a subregistry (role `reader` or `admin`).
@@ -528,13 +537,9 @@ pub async fn get_subregistry_version(
         // answers a conditional request. (A revoked one is visible only if
         // it was approved first, which the index does not record.)
         Status::Approved | Status::Deprecated => {
-            if let Some(held) = inm.as_ref().and_then(|v| v.to_str().ok()) {
-                let tag = sub::entry_etag(&entry.record_etag, is_latest, mode);
-                if if_none_match(held, &tag) {
-                    let mut r = not_modified(&tag, &[]);
-                    no_cache(r.headers_mut());
-                    return Ok(r);
-                }
+            let tag = sub::entry_etag(&entry.record_etag, is_latest, mode);
+            if let Some(r) = not_modified_if(inm.as_ref(), &tag) {
+                return Ok(r);
             }
         }
         Status::Revoked => {}
@@ -547,24 +552,23 @@ pub async fn get_subregistry_version(
         .filter(|s| sub::visible(&s.meta))
         .ok_or(V01Error::NotFound(SERVER_NOT_FOUND))?;
     let tag = sub::entry_etag(&record_etag(&stored.meta), is_latest, mode);
-    if let Some(held) = inm.as_ref().and_then(|v| v.to_str().ok())
-        && if_none_match(held, &tag)
-    {
-        let mut r = not_modified(&tag, &[]);
-        no_cache(r.headers_mut());
+    if let Some(r) = not_modified_if(inm.as_ref(), &tag) {
         return Ok(r);
     }
-    let entry = Entry {
-        key: key.to_owned(),
-        stored,
-        is_latest,
-    };
     let tenant = tenant.clone();
     let limits = st.limits.clone();
+    let views = st.views.clone();
+    let entry = Entry {
+        key: key.to_owned(),
+        server: stored.server.clone(),
+        meta: stored.meta.clone(),
+        is_latest,
+    };
     let body = offload(move || {
-        let resp = sub::render(&entry, &tenant, &modes, &limits)?;
+        let view = views.view(&tenant, &stored, &limits)?;
+        let resp = sub::response(&entry, &view, &tenant, &modes);
         serde_json::to_vec(&resp).map_err(|_| ApiError::internal())
     })
     .await??;
-    Ok(respond(body, &tag, inm.as_ref()))
+    Ok(respond(body, &tag))
 }
