@@ -1051,3 +1051,53 @@ async fn real_server_json_documents_come_back_as_published() {
     }
     assert_eq!(shown, docs.len());
 }
+
+#[tokio::test]
+async fn another_replica_stops_answering_304_after_a_status_change() {
+    // The single-version 304 comes from the registry's in-process index:
+    // on PostgreSQL another replica's write must evict it (LISTEN/NOTIFY),
+    // not the 30 s TTL.
+    if backend() == Backend::Sqlite {
+        eprintln!(
+            "notice: cross-replica invalidation needs PostgreSQL; SQLite runs as one process"
+        );
+        return;
+    }
+    let official = Official::load();
+    let a = TestApp::new().await;
+    publish(&a, &card(SERVER, "1.0.0")).await;
+    review(&a, SERVER, "1.0.0", "approve").await;
+    let b = a.replica().await;
+    let mut listener = b.registry_listener().expect("a PostgreSQL store");
+    tokio::time::timeout(
+        std::time::Duration::from_secs(5),
+        listener.wait_for(|s| s.listening),
+    )
+    .await
+    .expect("replica B listens within 5 s")
+    .expect("replica B's listener runs");
+    let path = v01(&a, &format!("/servers/{}/versions/1.0.0", enc(SERVER)));
+    let token = reader(&a);
+    let tag = b.get(&path, &token).await.header("etag").unwrap();
+    assert_eq!(conditional(&b, &path, &token, &tag).await.status, 304);
+    set_status(&a, SERVER, "1.0.0", "deprecated", "use 2.x").await;
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        listener.borrow_and_update();
+        let r = conditional(&b, &path, &token, &tag).await;
+        if r.status != 304 {
+            let body = check(&official, &r);
+            assert_eq!(r.status, 200);
+            let m = &body["_meta"]["io.modelcontextprotocol.registry/official"];
+            assert_eq!(
+                (&m["status"], &m["isLatest"]),
+                (&json!("deprecated"), &json!(false))
+            );
+            break;
+        }
+        tokio::time::timeout_at(deadline, listener.changed())
+            .await
+            .expect("replica B still answers 304 after 5 s")
+            .expect("replica B's listener runs");
+    }
+}
