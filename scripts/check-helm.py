@@ -55,7 +55,8 @@ EXPECT = {
 SERVICES = ["tenancy", "registry", "resolve", "scope"]
 # OpenAPI tag -> the service whose router serves the tagged operations. A new
 # tag fails the check until it is mapped here (and routed by the Ingress).
-TAG_SERVICE = {"tenants": "tenancy", "registry": "registry", "resolve": "resolve", "scope": "scope"}
+TAG_SERVICE = {"tenants": "tenancy", "registry": "registry", "subregistry": "registry",
+               "resolve": "resolve", "scope": "scope"}
 # Operational routes: every process serves them; the Ingress must not expose them,
 # except those clients must reach (PUBLIC_OPERATIONAL: any role may answer).
 OPERATIONAL = {"operations"}

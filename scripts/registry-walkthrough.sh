@@ -74,4 +74,26 @@ python3 -m venv "$work/venv" >/dev/null
 "$work/venv/bin/python" examples/verify_attestation.py "$work/attestation.jwt" "$work/jwks.json" "$digest" >/dev/null \
     || fail "PyJWT did not verify the attestation"
 
-echo "registry walkthrough passed: publish, review, fetch, 304, verify, attestation verified with PyJWT"
+# 8. the subregistry (the official /v0.1 read API), as a reader
+READER=$(signet token --data-dir "$work/data" --sub rob --tenant dev --roles reader)
+R="http://127.0.0.1:$PORT/t/dev/v0.1"
+curl -sS "$R/servers?limit=30" -H "Authorization: Bearer $READER" >"$work/list.json"
+python3 - "$work/list.json" "$digest" <<'PY' || fail "subregistry list"
+import json, sys
+body = json.load(open(sys.argv[1]))
+entries = [(e["server"]["name"], e["server"]["version"]) for e in body["servers"]]
+assert entries == [("io.github.acme/files", "1.0.0")], entries   # 1.1.0 is still pending
+entry = body["servers"][0]
+assert "signature" not in entry["server"]
+assert entry["_meta"]["io.modelcontextprotocol.registry/official"]["status"] == "active"
+assert entry["_meta"]["io.modelcontextprotocol.registry/official"]["isLatest"] is True
+assert entry["_meta"]["io.github.signet-dev/signet"]["digest"] == sys.argv[2]
+assert body["metadata"] == {"count": 1}, body["metadata"]
+PY
+version=$(curl -sS "$R/servers/io.github.acme%2Ffiles/versions/latest" -H "Authorization: Bearer $READER" \
+    | python3 -c 'import json,sys; print(json.load(sys.stdin)["server"]["version"])')
+[ "$version" = 1.0.0 ] || fail "subregistry latest: $version"
+code=$(curl -sS -o "$work/nf.json" -w '%{http_code}' "$R/servers/io.github.acme%2Ffiles/versions/1.1.0" -H "Authorization: Bearer $READER")
+[ "$code" = 404 ] && grep -q '"error"' "$work/nf.json" || fail "a pending version in the subregistry: $code $(cat "$work/nf.json")"
+
+echo "registry walkthrough passed: publish, review, fetch, 304, verify, attestation verified with PyJWT, subregistry"

@@ -84,7 +84,8 @@ replicas, resources and autoscaling.
 {{/*
 The Ingress paths, as JSON {"pathType": ..., "routes": [{"path", "role"}]}.
 Combined: plain prefixes to the one Service. Split: the API families live
-under /v1/tenants/{tenant}/, which no standard Ingress prefix can express,
+under /v1/tenants/{tenant}/ (and the subregistry under /t/{tenant}/v0.1),
+which no standard Ingress prefix can express,
 so the paths are regular expressions (ingress-nginx `use-regex`, which tries
 longer paths first); what no family claims goes to tenancy. /healthz,
 /readyz and /metrics are never exposed (probes and Prometheus reach the pods
@@ -97,6 +98,7 @@ directly). docs/OPERATIONS.md has the same table.
   (dict "path" (printf "%s/servers(/|$)" $t) "role" "registry")
   (dict "path" (printf "%s/import(/|$)" $t) "role" "registry")
   (dict "path" (printf "%s/jwks\\.json$" $t) "role" "registry")
+  (dict "path" "/t/[^/]+/v0\\.1(/|$)" "role" "registry")
   (dict "path" (printf "%s/sessions(/|$)" $t) "role" "resolve")
   (dict "path" (printf "%s/servers/[^/]+/versions/[^/]+/scopes$" $t) "role" "scope")
   (dict "path" (printf "%s/(providers|scopes|grants)(/|$)" $t) "role" "scope")
@@ -108,6 +110,7 @@ directly). docs/OPERATIONS.md has the same table.
 {{- else -}}
 {{- $routes := list
   (dict "path" "/v1" "role" "server")
+  (dict "path" "/t" "role" "server")
   (dict "path" "/docs" "role" "server")
   (dict "path" "/openapi.json" "role" "server")
   (dict "path" "/.well-known/oauth-protected-resource" "role" "server") -}}

@@ -50,10 +50,7 @@ impl PageQuery {
         let Some(c) = &self.cursor else {
             return Ok(None);
         };
-        base64::engine::general_purpose::URL_SAFE_NO_PAD
-            .decode(c)
-            .ok()
-            .and_then(|b| String::from_utf8(b).ok())
+        decode_cursor(c)
             .and_then(|key| parse(&key))
             .map(Some)
             .ok_or_else(|| {
@@ -76,6 +73,15 @@ pub fn finish_page<T>(rows: &mut Vec<T>, limit: u32, key: impl Fn(&T) -> String)
     } else {
         None
     }
+}
+
+/// The sort key inside a cursor, or `None` when it is not one
+/// [`encode_cursor`] made.
+pub fn decode_cursor(cursor: &str) -> Option<String> {
+    base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(cursor)
+        .ok()
+        .and_then(|b| String::from_utf8(b).ok())
 }
 
 /// Encodes a sort key as a cursor.

@@ -216,6 +216,12 @@ impl ApiError {
     }
 }
 
+/// Marks an error response whose body is deliberately not problem+json
+/// (the official MCP registry API's `{"error": "..."}` 404s): the server's
+/// edge leaves such a body as it is instead of rendering a problem.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NotAProblem;
+
 /// Marks a response produced from an [`ApiError`], so the server can re-render
 /// it with the request id.
 #[derive(Debug, Clone)]

@@ -30,6 +30,17 @@ pub fn document_etag(digest: &str) -> String {
     format!("\"{hex}\"")
 }
 
+/// Orders two version strings by semver precedence (ascending); strings
+/// that are not semver sort below every semver, in byte order.
+pub fn semver_cmp(a: &str, b: &str) -> std::cmp::Ordering {
+    match (semver::Version::parse(a), semver::Version::parse(b)) {
+        (Ok(x), Ok(y)) => x.cmp(&y),
+        (Ok(_), Err(_)) => std::cmp::Ordering::Greater,
+        (Err(_), Ok(_)) => std::cmp::Ordering::Less,
+        (Err(_), Err(_)) => a.cmp(b),
+    }
+}
+
 /// `latest`: the highest approved version by semver precedence; pre-releases
 /// only when no approved release exists.
 pub fn latest(versions: &[VersionMeta]) -> Option<&VersionMeta> {

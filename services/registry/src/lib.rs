@@ -19,7 +19,8 @@ pub mod routes;
 pub mod service;
 pub mod state;
 pub mod store;
+pub mod subregistry;
 
 pub use routes::router;
-pub use state::{PolicySource, RegistryPolicy, RegistryState};
+pub use state::{EnforcementModes, PolicySource, RegistryPolicy, RegistryState};
 pub use store::{RegistryStore, RegistryStoreError};

@@ -190,6 +190,18 @@ pub struct StoredVersion {
     pub document: String,
 }
 
+/// A version without its document, with its server's key and display
+/// name: what listings across servers read.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ListedVersion {
+    /// Server key.
+    pub key: String,
+    /// Display spelling of the server name.
+    pub server: String,
+    /// The version.
+    pub meta: VersionMeta,
+}
+
 /// A server row.
 #[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
 pub struct ServerRow {

@@ -21,6 +21,28 @@ pub struct RegistryPolicy {
     pub mode: Mode,
 }
 
+/// A tenant's enforcement modes: the tenant-wide mode and the per-server
+/// overrides, for views that show many servers at once.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EnforcementModes {
+    /// The tenant-wide mode.
+    pub default: Mode,
+    /// `(server name, mode)` overrides; names compare
+    /// ASCII-case-insensitively, as their canonical form does.
+    pub overrides: Vec<(String, Mode)>,
+}
+
+impl EnforcementModes {
+    /// The mode for `server` (any spelling): its override, else the
+    /// tenant-wide mode.
+    pub fn mode_for(&self, server: &str) -> Mode {
+        self.overrides
+            .iter()
+            .find(|(name, _)| name.eq_ignore_ascii_case(server))
+            .map_or(self.default, |(_, m)| *m)
+    }
+}
+
 /// Tenant policies, as the registry sees them. The server implements this on
 /// top of the tenancy store (service crates never depend on each other).
 #[async_trait]
@@ -32,6 +54,13 @@ pub trait PolicySource: Send + Sync + 'static {
         tenant: &TenantId,
         server_key: &str,
     ) -> Result<Option<RegistryPolicy>, RegistryStoreError>;
+
+    /// The tenant's enforcement modes, or `None` when the tenant does not
+    /// exist.
+    async fn enforcement_modes(
+        &self,
+        tenant: &TenantId,
+    ) -> Result<Option<EnforcementModes>, RegistryStoreError>;
 }
 
 /// What the registry routes need.
@@ -47,6 +76,8 @@ pub struct RegistryState {
     pub index: Arc<EtagIndex>,
     /// Document limits.
     pub limits: Limits,
+    /// Rendered subregistry views of documents, by digest.
+    pub views: Arc<crate::subregistry::ViewCache>,
 }
 
 pub(crate) fn now() -> Timestamp {

@@ -1,11 +1,11 @@
 //! The registry's storage contract.
 
 use async_trait::async_trait;
-use signet_core::ids::TenantId;
+use signet_core::ids::{TenantId, Timestamp};
 
 use crate::model::{
-    NewVersion, PublishOutcome, Review, ServerRow, Status, StatusChange, StoredKey, StoredVersion,
-    VersionMeta,
+    ListedVersion, NewVersion, PublishOutcome, Review, ServerRow, Status, StatusChange, StoredKey,
+    StoredVersion, VersionMeta,
 };
 
 /// Store failures.
@@ -37,6 +37,29 @@ pub struct ServerQuery {
     pub status: Option<Status>,
     /// Server key to start after (exclusive).
     pub after: Option<String>,
+    /// Page size.
+    pub limit: u32,
+}
+
+/// Filters of the subregistry listing (the official-registry-compatible
+/// `/v0.1` view): versions that were ever approved (`approved_at` is set),
+/// ordered by server key, then version (byte order of both), one row per
+/// version.
+#[derive(Debug, Clone, Default)]
+pub struct SubregistryQuery {
+    /// Only this server (its key).
+    pub server: Option<String>,
+    /// Case-insensitive literal substring of the server key (turned into a
+    /// pattern with [`like_pattern`] by the store).
+    pub search: Option<String>,
+    /// Only versions whose status changed strictly after this instant.
+    pub updated_since: Option<Timestamp>,
+    /// Only this exact version.
+    pub version: Option<String>,
+    /// Also revoked versions (approved once, then withdrawn).
+    pub include_revoked: bool,
+    /// The `(server key, version)` to start after (exclusive).
+    pub after: Option<(String, String)>,
     /// Page size.
     pub limit: u32,
 }
@@ -127,6 +150,42 @@ pub trait RegistryStore: Send + Sync + 'static {
 
     /// The tenant's attestation key, if created.
     async fn tenant_key(&self, tenant: &TenantId) -> Result<Option<StoredKey>, RegistryStoreError>;
+
+    /// A page of versions that were ever approved, without their documents
+    /// (see [`SubregistryQuery`]).
+    async fn subregistry_versions(
+        &self,
+        tenant: &TenantId,
+        query: &SubregistryQuery,
+    ) -> Result<Vec<ListedVersion>, RegistryStoreError>;
+
+    /// The keys of up to `limit` servers after `after` (exclusive, byte
+    /// order) that have an approved version, whose key contains `search`
+    /// (case-insensitive literal substring) if given; ordered by key.
+    async fn servers_with_approved(
+        &self,
+        tenant: &TenantId,
+        after: &str,
+        search: Option<&str>,
+        limit: u32,
+    ) -> Result<Vec<String>, RegistryStoreError>;
+
+    /// The approved versions (no documents) of these servers, in no
+    /// particular order.
+    async fn approved_versions(
+        &self,
+        tenant: &TenantId,
+        servers: &[String],
+    ) -> Result<Vec<ListedVersion>, RegistryStoreError>;
+
+    /// These `(server key, version)` versions with their documents, each
+    /// with its server key, in no particular order; absent ones are left
+    /// out.
+    async fn versions_by_keys(
+        &self,
+        tenant: &TenantId,
+        keys: &[(String, String)],
+    ) -> Result<Vec<(String, StoredVersion)>, RegistryStoreError>;
 
     /// Stores the tenant's key unless one exists; returns the one stored.
     async fn insert_tenant_key(

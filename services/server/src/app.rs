@@ -59,6 +59,7 @@ in dev mode `signet serve` prints ready-made tokens.",
         (name = "operations", description = "Health, readiness, metrics"),
         (name = "tenants", description = "Tenants, policies and the audit log"),
         (name = "registry", description = "Capability signatures: publish, review, read, diff, verify, attest"),
+        (name = "subregistry", description = "The official MCP registry's read API (/v0.1) over a tenant's approved versions: use https://<signet>/t/<tenant> as the base URL of a private subregistry. Signet's digest, attestation, enforcement mode and worst-case tools are under _meta[\"io.github.signet-dev/signet\"]; not-found answers are the official {\"error\": \"...\"}"),
         (name = "resolve", description = "Resolve sessions: tools/resolve and tools/annotations, fetched from the upstream once per session and checked against the signature"),
         (name = "scope", description = "OAuth scopes: the scope envelope of a version, least-privilege plans with their insufficient_scope challenge, provider profiles, and grants (PKCE S256, single-use state, RFC 8707 resource) with their ledger"),
     )

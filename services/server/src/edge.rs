@@ -15,7 +15,8 @@
 //! - bounds the handler by the request timeout (408);
 //! - renders every error as `application/problem+json` carrying the request
 //!   id, including rejections that never reached a handler (unknown route,
-//!   405, body limit, timeout);
+//!   405, body limit, timeout), except a body the handler marked
+//!   [`NotAProblem`] (the official registry API's `{"error"}` 404s);
 //! - adds RFC 9728 `resource_metadata` to the challenge of every `401`;
 //! - records the request metrics by route template.
 
@@ -32,7 +33,7 @@ use axum::http::{HeaderName, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use signet_http::Authenticator;
 use signet_http::body::too_large;
-use signet_http::problem::{ApiError, PROBLEM_JSON, RenderedProblem};
+use signet_http::problem::{ApiError, NotAProblem, PROBLEM_JSON, RenderedProblem};
 use tower::{Layer, Service};
 use tracing::Instrument as _;
 
@@ -172,6 +173,7 @@ where
             if let Some(RenderedProblem(err)) = resp.extensions_mut().remove::<RenderedProblem>() {
                 resp = err.into_response_with_id(Some(id_text(&rid)));
             } else if (status.is_client_error() || status.is_server_error())
+                && resp.extensions().get::<NotAProblem>().is_none()
                 && resp
                     .headers()
                     .get(header::CONTENT_TYPE)

@@ -10,11 +10,20 @@ use signet_core::card::Limits;
 use signet_core::ids::TenantId;
 use signet_registry::index::EtagIndex;
 use signet_registry::keys::Keyring;
-use signet_registry::{PolicySource, RegistryPolicy, RegistryState, RegistryStoreError};
+use signet_registry::{
+    EnforcementModes, PolicySource, RegistryPolicy, RegistryState, RegistryStoreError,
+};
 use signet_tenancy::{StoreError, TenantStore};
 
 use crate::config::Config;
 use crate::store::Store;
+
+fn policy_error(e: StoreError) -> RegistryStoreError {
+    match e {
+        StoreError::Unavailable(m) => RegistryStoreError::Unavailable(m),
+        other => RegistryStoreError::Other(other.to_string()),
+    }
+}
 
 /// The registry's view of tenant policies, read from the tenancy store.
 pub struct TenancyPolicies(pub Arc<dyn TenantStore>);
@@ -26,13 +35,31 @@ impl PolicySource for TenancyPolicies {
         tenant: &TenantId,
         server_key: &str,
     ) -> Result<Option<RegistryPolicy>, RegistryStoreError> {
-        let rec = self.0.policy(tenant).await.map_err(|e| match e {
-            StoreError::Unavailable(m) => RegistryStoreError::Unavailable(m),
-            other => RegistryStoreError::Other(other.to_string()),
-        })?;
+        let rec = self.0.policy(tenant).await.map_err(policy_error)?;
         Ok(rec.map(|r| RegistryPolicy {
             approval_required: r.policy.approval_required,
             mode: r.policy.mode_for(server_key),
+        }))
+    }
+
+    async fn enforcement_modes(
+        &self,
+        tenant: &TenantId,
+    ) -> Result<Option<EnforcementModes>, RegistryStoreError> {
+        let rec = self.0.policy(tenant).await.map_err(policy_error)?;
+        Ok(rec.map(|r| {
+            let default = r.policy.enforcement_mode;
+            // Every override, in the policy's order, with the mode it
+            // resolves to: the first name that matches decides, exactly as
+            // `Policy::mode_for` does.
+            let overrides = r
+                .policy
+                .overrides
+                .servers
+                .iter()
+                .map(|(name, o)| (name.clone(), o.enforcement_mode.unwrap_or(default)))
+                .collect();
+            EnforcementModes { default, overrides }
         }))
     }
 }
@@ -91,5 +118,6 @@ pub fn registry_state(store: &Store, keyring: Arc<Keyring>, limits: Limits) -> R
         keyring,
         index,
         limits,
+        views: Arc::new(signet_registry::subregistry::ViewCache::default()),
     }
 }

@@ -17,7 +17,8 @@ mod scope;
 mod tenancy;
 
 pub use registry::{
-    KeyRow, ReviewRow, ServerSummaryRow, VersionMetaRow, VersionRecordRow, VersionRow,
+    KeyRow, KeyedVersionRow, ListedVersionRow, ReviewRow, ServerSummaryRow, VersionMetaRow,
+    VersionRecordRow, VersionRow,
 };
 pub use resolve::{SessionDbRow, session_error, session_error_from};
 pub use scope::{

@@ -4,7 +4,7 @@
 use signet_core::ids::Timestamp;
 use signet_registry::RegistryStoreError;
 use signet_registry::model::{
-    Review, ServerRow, Status, StatusRow, StoredKey, StoredVersion, VersionMeta,
+    ListedVersion, Review, ServerRow, Status, StatusRow, StoredKey, StoredVersion, VersionMeta,
 };
 
 /// A version with its status, without the document: `version, digest,
@@ -76,6 +76,48 @@ impl TryFrom<VersionRow> for StoredVersion {
         Ok(StoredVersion {
             server: r.display_name,
             document: r.document,
+            meta: r.meta.try_into()?,
+        })
+    }
+}
+
+/// A version with its document and its server key: `server_key` (the
+/// version's `server` column) and the [`VersionRow`] columns.
+#[derive(Debug, sqlx::FromRow)]
+pub struct KeyedVersionRow {
+    /// Server key.
+    pub server_key: String,
+    /// The version.
+    #[sqlx(flatten)]
+    pub version: VersionRow,
+}
+
+impl TryFrom<KeyedVersionRow> for (String, StoredVersion) {
+    type Error = RegistryStoreError;
+    fn try_from(r: KeyedVersionRow) -> Result<Self, RegistryStoreError> {
+        Ok((r.server_key, r.version.try_into()?))
+    }
+}
+
+/// A version without its document, with its server's key and display
+/// name: `server_key`, `display_name` and the [`VersionMetaRow`] columns.
+#[derive(Debug, sqlx::FromRow)]
+pub struct ListedVersionRow {
+    /// Server key.
+    pub server_key: String,
+    /// Display spelling of the server name.
+    pub display_name: String,
+    /// The version.
+    #[sqlx(flatten)]
+    pub meta: VersionMetaRow,
+}
+
+impl TryFrom<ListedVersionRow> for ListedVersion {
+    type Error = RegistryStoreError;
+    fn try_from(r: ListedVersionRow) -> Result<Self, RegistryStoreError> {
+        Ok(ListedVersion {
+            key: r.server_key,
+            server: r.display_name,
             meta: r.meta.try_into()?,
         })
     }

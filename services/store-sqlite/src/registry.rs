@@ -3,14 +3,14 @@
 use async_trait::async_trait;
 use signet_core::ids::TenantId;
 use signet_registry::model::{
-    NewVersion, PublishOutcome, Review, ServerRow, Status, StatusChange, StoredKey, StoredVersion,
-    VersionMeta,
+    ListedVersion, NewVersion, PublishOutcome, Review, ServerRow, Status, StatusChange, StoredKey,
+    StoredVersion, VersionMeta,
 };
-use signet_registry::store::{ServerQuery, like_pattern};
+use signet_registry::store::{ServerQuery, SubregistryQuery, like_pattern};
 use signet_registry::{RegistryStore, RegistryStoreError};
 use signet_store_rows::{
-    KeyRow, ReviewRow, ServerSummaryRow, VersionMetaRow, VersionRecordRow, VersionRow,
-    registry_error, registry_error_from,
+    KeyRow, KeyedVersionRow, ListedVersionRow, ReviewRow, ServerSummaryRow, VersionMetaRow,
+    VersionRecordRow, VersionRow, registry_error, registry_error_from,
 };
 
 use crate::{SqliteStore, insert_audit};
@@ -317,6 +317,122 @@ impl RegistryStore for SqliteStore {
         .await
         .map_err(registry_error)?;
         Ok(rows.into_iter().map(Review::from).collect())
+    }
+
+    async fn subregistry_versions(
+        &self,
+        tenant: &TenantId,
+        q: &SubregistryQuery,
+    ) -> Result<Vec<ListedVersion>, RegistryStoreError> {
+        let pattern = q.search.as_deref().map(like_pattern);
+        let (after_server, after_version) = q
+            .after
+            .as_ref()
+            .map_or(("", ""), |(s, v)| (s.as_str(), v.as_str()));
+        // Keyset pagination on the primary key (tenant, server, version).
+        let rows = sqlx::query_as::<_, ListedVersionRow>(sqlx::AssertSqlSafe(format!(
+            "SELECT v.server AS server_key, s.display_name, {META_COLUMNS}
+             FROM versions v
+             JOIN version_status st ON st.tenant_id = v.tenant_id AND st.server = v.server AND st.version = v.version
+             JOIN servers s ON s.tenant_id = v.tenant_id AND s.name = v.server
+             WHERE v.tenant_id = ?1 AND (v.tenant_id, v.server, v.version) > (?1, ?2, ?3)
+               AND st.approved_at IS NOT NULL
+               AND (?4 OR st.status <> 'revoked')
+               AND (?5 IS NULL OR v.server = ?5)
+               AND (?6 IS NULL OR v.server LIKE ?6 ESCAPE '\\')
+               AND (?7 IS NULL OR st.status_changed_at > ?7)
+               AND (?8 IS NULL OR v.version = ?8)
+             ORDER BY v.server, v.version LIMIT ?9"
+        )))
+        .bind(tenant.as_str())
+        .bind(after_server)
+        .bind(after_version)
+        .bind(q.include_revoked)
+        .bind(q.server.as_deref())
+        .bind(pattern.as_deref())
+        .bind(q.updated_since.map(|t| t.millis()))
+        .bind(q.version.as_deref())
+        .bind(i64::from(q.limit))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(registry_error)?;
+        rows.into_iter().map(TryInto::try_into).collect()
+    }
+
+    async fn servers_with_approved(
+        &self,
+        tenant: &TenantId,
+        after: &str,
+        search: Option<&str>,
+        limit: u32,
+    ) -> Result<Vec<String>, RegistryStoreError> {
+        let pattern = search.map(like_pattern);
+        sqlx::query_scalar(
+            "SELECT DISTINCT server FROM version_status
+             WHERE tenant_id = ?1 AND status = 'approved' AND server > ?2
+               AND (?3 IS NULL OR server LIKE ?3 ESCAPE '\\')
+             ORDER BY server LIMIT ?4",
+        )
+        .bind(tenant.as_str())
+        .bind(after)
+        .bind(pattern.as_deref())
+        .bind(i64::from(limit))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(registry_error)
+    }
+
+    async fn approved_versions(
+        &self,
+        tenant: &TenantId,
+        servers: &[String],
+    ) -> Result<Vec<ListedVersion>, RegistryStoreError> {
+        if servers.is_empty() {
+            return Ok(Vec::new());
+        }
+        let keys =
+            serde_json::to_string(servers).map_err(|e| RegistryStoreError::Other(e.to_string()))?;
+        let rows = sqlx::query_as::<_, ListedVersionRow>(sqlx::AssertSqlSafe(format!(
+            "SELECT v.server AS server_key, s.display_name, {META_COLUMNS}
+             FROM versions v
+             JOIN version_status st ON st.tenant_id = v.tenant_id AND st.server = v.server AND st.version = v.version
+             JOIN servers s ON s.tenant_id = v.tenant_id AND s.name = v.server
+             WHERE v.tenant_id = ?1 AND st.status = 'approved'
+               AND v.server IN (SELECT value FROM json_each(?2))"
+        )))
+        .bind(tenant.as_str())
+        .bind(keys)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(registry_error)?;
+        rows.into_iter().map(TryInto::try_into).collect()
+    }
+
+    async fn versions_by_keys(
+        &self,
+        tenant: &TenantId,
+        keys: &[(String, String)],
+    ) -> Result<Vec<(String, StoredVersion)>, RegistryStoreError> {
+        if keys.is_empty() {
+            return Ok(Vec::new());
+        }
+        let keys =
+            serde_json::to_string(keys).map_err(|e| RegistryStoreError::Other(e.to_string()))?;
+        let rows = sqlx::query_as::<_, KeyedVersionRow>(sqlx::AssertSqlSafe(format!(
+            "SELECT v.server AS server_key, s.display_name, v.document, {META_COLUMNS}
+             FROM versions v
+             JOIN version_status st ON st.tenant_id = v.tenant_id AND st.server = v.server AND st.version = v.version
+             JOIN servers s ON s.tenant_id = v.tenant_id AND s.name = v.server
+             WHERE v.tenant_id = ?1
+               AND (v.server, v.version) IN
+                   (SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each(?2))"
+        )))
+        .bind(tenant.as_str())
+        .bind(keys)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(registry_error)?;
+        rows.into_iter().map(TryInto::try_into).collect()
     }
 
     async fn tenant_key(&self, tenant: &TenantId) -> Result<Option<StoredKey>, RegistryStoreError> {

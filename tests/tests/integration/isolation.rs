@@ -1,5 +1,6 @@
 //! Tenant isolation, driven by the OpenAPI document the app serves: every
-//! operation under `/v1/tenants/{tenant}` is called with another tenant's
+//! operation under `/v1/tenants/{tenant}` (and the subregistry's
+//! `/t/{tenant}`) is called with another tenant's
 //! real ids and a token of this tenant, and must answer exactly as for a
 //! tenant that does not exist. The routes are enumerated from the document,
 //! so a route added later is covered without touching this file, and a path
@@ -22,7 +23,7 @@ const PUBLIC: &[&str] = &["preflight_card"];
 
 /// Tenant operations in the document today; the test covers at least these,
 /// so an empty or truncated route list cannot pass.
-const OPERATIONS_TODAY: usize = 32;
+const OPERATIONS_TODAY: usize = 35;
 
 /// Refusals that still prove the owner was admitted past the tenant
 /// boundary: replacing a provider without `If-Match` (428), and exchanging
@@ -64,7 +65,7 @@ fn path_values(param: &str, tenant: &str, method: &str, session: &str, grant: &s
         "id" => vec![session.to_owned()],
         "provider" => vec![PROVIDER.to_owned()],
         "grant" => vec![grant.to_owned()],
-        "server" => vec![SERVER.replace('/', "%2F")],
+        "server" | "serverName" => vec![SERVER.replace('/', "%2F")],
         // `latest` names a version on reads only.
         "version" if method == "GET" => vec!["1.0.0".into(), "latest".into()],
         "version" => vec!["1.0.0".into()],
@@ -130,7 +131,10 @@ fn tenant_calls(doc: &Value, tenant: &str, session: &str, grant: &str) -> (usize
     let mut operations = 0;
     let mut calls = Vec::new();
     for (template, item) in doc["paths"].as_object().expect("paths") {
-        if !(template == "/v1/tenants/{tenant}" || template.starts_with("/v1/tenants/{tenant}/")) {
+        if !(template == "/v1/tenants/{tenant}"
+            || template.starts_with("/v1/tenants/{tenant}/")
+            || template.starts_with("/t/{tenant}/"))
+        {
             continue;
         }
         for (method, op) in item.as_object().unwrap() {
@@ -330,7 +334,12 @@ async fn every_tenant_operation_answers_another_tenant_as_if_it_did_not_exist() 
                 "{what} answers tenant A: {}",
                 String::from_utf8_lossy(&r.bytes)
             );
-            r.problem(404, "tenant_not_found");
+            if call.path.starts_with("/t/") {
+                // The subregistry answers in the official registry's shape.
+                assert_eq!(r.json(), json!({"error": "Not found"}), "{what}");
+            } else {
+                r.problem(404, "tenant_not_found");
+            }
         }
         let missing = app
             .send(&twin.method, &twin.path, Some(&intruder), twin.body.clone())

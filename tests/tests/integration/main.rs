@@ -21,3 +21,4 @@ mod smoke;
 mod storage;
 mod telemetry;
 mod tenants;
+mod v01;

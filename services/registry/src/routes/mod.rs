@@ -1,4 +1,5 @@
-//! The registry's HTTP handlers, one module per concern, and what they
+//! The registry's HTTP handlers, one module per concern (`v01` is the
+//! official-registry-compatible subregistry), and what they
 //! share: path parameters, the version record view and conditional-GET
 //! helpers (docs/REGISTRY.md walks through the API).
 
@@ -36,6 +37,7 @@ mod documents;
 mod publish;
 mod read;
 mod review;
+mod v01;
 
 pub use attest::*;
 pub use compare::*;
@@ -43,6 +45,7 @@ pub use documents::*;
 pub use publish::*;
 pub use read::*;
 pub use review::*;
+pub use v01::*;
 
 /// The registry routes, with their OpenAPI description.
 pub fn router() -> OpenApiRouter<RegistryState> {
@@ -60,6 +63,9 @@ pub fn router() -> OpenApiRouter<RegistryState> {
         .routes(routes!(get_attestation))
         .routes(routes!(get_jwks))
         .routes(routes!(import_server_json))
+        .routes(routes!(list_subregistry_servers))
+        .routes(routes!(list_subregistry_versions))
+        .routes(routes!(get_subregistry_version))
 }
 
 /// Path of a server.

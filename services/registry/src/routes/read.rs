@@ -110,15 +110,7 @@ pub struct ServerSummary {
 }
 
 fn semver_desc(versions: &mut [VersionMeta]) {
-    versions.sort_by(|a, b| {
-        match (
-            semver::Version::parse(&a.version),
-            semver::Version::parse(&b.version),
-        ) {
-            (Ok(x), Ok(y)) => y.cmp(&x),
-            _ => b.version.cmp(&a.version),
-        }
-    });
+    versions.sort_by(|a, b| crate::index::semver_cmp(&b.version, &a.version));
 }
 
 /// A server's summary with all its versions (any role in the tenant).
