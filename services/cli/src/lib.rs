@@ -5,5 +5,14 @@
 //!
 //! - [`remote`]: a small HTTP client for Signet's own `/v1` API (base URL,
 //!   tenant, bearer token from the environment, problem+json bodies).
+//! - [`progress`]: progress on stderr (a spinner on a terminal, plain lines
+//!   otherwise), for any command that waits.
+//! - [`capture`]: `signet capture`, a live MCP server (Streamable HTTP or
+//!   stdio) to a draft card; `--merge` folds several captures into one.
+//! - [`verify`]: `signet verify`, a live MCP server against the approved
+//!   signature in Signet.
 
+pub mod capture;
+pub mod progress;
 pub mod remote;
+pub mod verify;
