@@ -41,8 +41,9 @@ use axum::routing::get;
 use axum::serve::ListenerExt;
 use rmcp::model::{
     CustomRequest, CustomResult, ErrorCode, ErrorData, Implementation, InitializeResult,
-    ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerCapabilities,
-    SubscriptionFilter, Tool, ToolsCapability,
+    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
+    PaginatedRequestParams, PromptsCapability, ProtocolVersion, ResourcesCapability,
+    ServerCapabilities, SubscriptionFilter, ToolsCapability,
 };
 use rmcp::service::{
     NotificationContext, Peer, RequestContext, SubscriptionContext, SubscriptionSink,
@@ -112,6 +113,12 @@ pub struct Switches {
     /// Every MCP request must carry this header (name, value), or is
     /// answered `401`.
     pub require_header: Option<(String, String)>,
+    /// Also offer a prompt, a resource and a resource template
+    /// ([`catalog_prompts`], [`catalog_resources`],
+    /// [`catalog_resource_templates`]); read when a client connects.
+    pub catalog: bool,
+    /// Answer every list in pages of this many items, with `nextCursor`.
+    pub page_size: Option<usize>,
 }
 
 impl Switches {
@@ -145,6 +152,20 @@ impl Switches {
         if let Some(b) = v.get("flip_destructive").and_then(Value::as_bool) {
             base.flip_destructive = b;
         }
+        if let Some(b) = v.get("catalog").and_then(Value::as_bool) {
+            base.catalog = b;
+        }
+        match v.get("page_size") {
+            Some(Value::Null) => base.page_size = None,
+            Some(x) => {
+                base.page_size = x
+                    .as_u64()
+                    .filter(|n| *n > 0)
+                    .map(|n| n as usize)
+                    .or(base.page_size)
+            }
+            None => {}
+        }
         match v.get("require_header") {
             Some(Value::Null) => base.require_header = None,
             Some(Value::String(h)) => {
@@ -173,6 +194,8 @@ impl Switches {
             "schemes": self.schemes,
             "extra_tool": self.extra_tool,
             "flip_destructive": self.flip_destructive,
+            "catalog": self.catalog,
+            "page_size": self.page_size,
             // The header's name only: its value is a credential.
             "require_header": self.require_header.as_ref().map(|(n, _)| n.clone()),
             "overloaded_secs": self.overloaded,
@@ -299,6 +322,52 @@ pub fn listed_tools(switches: &Switches) -> Vec<Value> {
     tools
 }
 
+/// The prompt the `catalog` switch offers.
+pub fn catalog_prompts() -> Vec<Value> {
+    vec![json!({
+        "name": "summarize_file",
+        "description": "Summarize one file",
+        "arguments": [{"name": "path", "description": "The file", "required": true}]
+    })]
+}
+
+/// The resource the `catalog` switch offers.
+pub fn catalog_resources() -> Vec<Value> {
+    vec![json!({"uri": "file:///notes.txt", "name": "notes", "mimeType": "text/plain"})]
+}
+
+/// The resource template the `catalog` switch offers.
+pub fn catalog_resource_templates() -> Vec<Value> {
+    vec![json!({"uriTemplate": "file:///{path}", "name": "file", "mimeType": "text/plain"})]
+}
+
+/// One page of `items` after `cursor` (an offset this server handed out),
+/// and the cursor of the next page.
+fn page<T: serde::de::DeserializeOwned>(
+    items: Vec<Value>,
+    request: Option<&PaginatedRequestParams>,
+    size: Option<usize>,
+) -> Result<(Vec<T>, Option<String>), ErrorData> {
+    let start = match request.and_then(|r| r.cursor.as_deref()) {
+        None => 0,
+        Some(c) => c
+            .strip_prefix("offset-")
+            .and_then(|n| n.parse::<usize>().ok())
+            .filter(|n| *n <= items.len())
+            .ok_or_else(|| ErrorData::invalid_params(format!("unknown cursor {c:?}"), None))?,
+    };
+    let end = size.map_or(items.len(), |n| (start + n).min(items.len()));
+    let next = (end < items.len()).then(|| format!("offset-{end}"));
+    let typed = items[start..end]
+        .iter()
+        .map(|v| {
+            serde_json::from_value(v.clone())
+                .map_err(|e| ErrorData::internal_error(e.to_string(), None))
+        })
+        .collect::<Result<_, _>>()?;
+    Ok((typed, next))
+}
+
 /// `Name: value` → (name, value), both trimmed; `None` without a colon or
 /// with an empty name.
 pub fn parse_header(h: &str) -> Option<(String, String)> {
@@ -404,6 +473,10 @@ impl ServerHandler for Handler {
         let mut tools = ToolsCapability::default();
         tools.list_changed = Some(true);
         caps.tools = Some(tools);
+        if self.shared.switches().catalog {
+            caps.prompts = Some(PromptsCapability::default());
+            caps.resources = Some(ResourcesCapability::default());
+        }
         let mut ext = std::collections::BTreeMap::new();
         ext.insert(TOOL_RESOLUTION.to_owned(), serde_json::Map::new());
         caps.extensions = Some(ext);
@@ -415,17 +488,65 @@ impl ServerHandler for Handler {
 
     async fn list_tools(
         &self,
-        _request: Option<PaginatedRequestParams>,
+        request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        let tools: Vec<Tool> = listed_tools(&self.shared.switches())
-            .into_iter()
-            .map(|t| {
-                serde_json::from_value(t)
-                    .map_err(|e| ErrorData::internal_error(e.to_string(), None))
-            })
-            .collect::<Result<_, _>>()?;
-        Ok(ListToolsResult::with_all_items(tools))
+        let sw = self.shared.switches();
+        let (tools, next) = page(listed_tools(&sw), request.as_ref(), sw.page_size)?;
+        let mut result = ListToolsResult::with_all_items(tools);
+        result.next_cursor = next;
+        Ok(result)
+    }
+
+    async fn list_prompts(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        let sw = self.shared.switches();
+        let all = if sw.catalog {
+            catalog_prompts()
+        } else {
+            Vec::new()
+        };
+        let (prompts, next) = page(all, request.as_ref(), sw.page_size)?;
+        let mut result = ListPromptsResult::with_all_items(prompts);
+        result.next_cursor = next;
+        Ok(result)
+    }
+
+    async fn list_resources(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        let sw = self.shared.switches();
+        let all = if sw.catalog {
+            catalog_resources()
+        } else {
+            Vec::new()
+        };
+        let (resources, next) = page(all, request.as_ref(), sw.page_size)?;
+        let mut result = ListResourcesResult::with_all_items(resources);
+        result.next_cursor = next;
+        Ok(result)
+    }
+
+    async fn list_resource_templates(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        let sw = self.shared.switches();
+        let all = if sw.catalog {
+            catalog_resource_templates()
+        } else {
+            Vec::new()
+        };
+        let (templates, next) = page(all, request.as_ref(), sw.page_size)?;
+        let mut result = ListResourceTemplatesResult::with_all_items(templates);
+        result.next_cursor = next;
+        Ok(result)
     }
 
     fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
@@ -789,6 +910,12 @@ pub struct Cli {
     /// Refuse MCP requests (401) that lack this header, as `Name: value`.
     #[arg(long, value_name = "NAME: VALUE", value_parser = header_arg)]
     pub require_header: Option<(String, String)>,
+    /// Also offer a prompt, a resource and a resource template.
+    #[arg(long)]
+    pub catalog: bool,
+    /// Answer every list in pages of N items (with nextCursor).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub page_size: Option<u64>,
 }
 
 fn header_arg(s: &str) -> Result<(String, String), String> {
@@ -810,6 +937,8 @@ impl Cli {
             extra_tool: self.extra_tool,
             flip_destructive: self.flip_destructive,
             require_header: self.require_header.clone(),
+            catalog: self.catalog,
+            page_size: self.page_size.map(|n| n as usize),
         }
     }
 }

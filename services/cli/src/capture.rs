@@ -117,7 +117,7 @@ pub struct CaptureArgs {
     /// A header sent with every request to the server, as "Name: value"
     /// (repeatable). Values are never printed.
     #[arg(long = "header", short = 'H', value_name = "NAME: VALUE")]
-    pub headers: Vec<String>,
+    pub headers: Vec<HeaderArg>,
     /// Write the card to FILE instead of stdout.
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
@@ -177,6 +177,32 @@ const RESERVED_HEADERS: &[&str] = &[
     "keep-alive",
 ];
 
+/// A `--header` as given ("Name: value"), checked by [`parse_header`] when
+/// used. Its `Debug` shows the name only: the value is a credential.
+#[derive(Clone)]
+pub struct HeaderArg(String);
+
+impl HeaderArg {
+    /// The argument as given.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::str::FromStr for HeaderArg {
+    type Err = std::convert::Infallible;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Ok(HeaderArg(s.to_owned()))
+    }
+}
+
+impl std::fmt::Debug for HeaderArg {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let name = self.0.split_once(':').map_or("?", |(n, _)| n.trim());
+        write!(f, "HeaderArg({name:?}: <redacted>)")
+    }
+}
+
 /// Parses `Name: value` (the value is marked sensitive and never shown).
 pub fn parse_header(raw: &str) -> Result<(HeaderName, HeaderValue), String> {
     let Some((name, value)) = raw.split_once(':') else {
@@ -198,14 +224,14 @@ pub fn parse_header(raw: &str) -> Result<(HeaderName, HeaderValue), String> {
 
 impl Target {
     /// A Streamable HTTP target; `headers` as given to `--header`.
-    pub fn http(url: &str, headers: &[String]) -> Result<Target, String> {
+    pub fn http(url: &str, headers: &[HeaderArg]) -> Result<Target, String> {
         let parsed = Url::parse(url).map_err(|e| format!("{url:?} is not a URL: {e}"))?;
         if !matches!(parsed.scheme(), "http" | "https") || parsed.host_str().is_none() {
             return Err(format!("{url:?} is not an http:// or https:// URL"));
         }
         let headers = headers
             .iter()
-            .map(|h| parse_header(h))
+            .map(|h| parse_header(h.as_str()))
             .collect::<Result<_, _>>()?;
         Ok(Target::Http {
             url: parsed,
@@ -214,7 +240,7 @@ impl Target {
     }
 
     /// A stdio target from `--command "CMD ARGS"`.
-    pub fn stdio(command: &str, headers: &[String]) -> Result<Target, String> {
+    pub fn stdio(command: &str, headers: &[HeaderArg]) -> Result<Target, String> {
         if !headers.is_empty() {
             return Err("--header applies to HTTP servers, not to --command".into());
         }
@@ -410,7 +436,7 @@ impl TapClient {
             .map(|s| s.to_ascii_lowercase())
             .unwrap_or_default();
         if !status.is_success() {
-            let body = read_bounded(resp, 4096).await.unwrap_or_default();
+            let body = read_prefix(resp, 4096).await;
             let text = String::from_utf8_lossy(&body).into_owned();
             if let Ok(m @ ServerJsonRpcMessage::Error(_)) =
                 serde_json::from_str::<ServerJsonRpcMessage>(&text)
@@ -467,6 +493,18 @@ async fn read_bounded(mut resp: reqwest::Response, max: usize) -> Result<Vec<u8>
         out.extend_from_slice(&chunk);
     }
     Ok(out)
+}
+
+/// At most `max` bytes of a body (what an error message quotes).
+async fn read_prefix(mut resp: reqwest::Response, max: usize) -> Vec<u8> {
+    let mut out = Vec::new();
+    while out.len() < max {
+        match resp.chunk().await {
+            Ok(Some(chunk)) => out.extend_from_slice(&chunk[..chunk.len().min(max - out.len())]),
+            _ => break,
+        }
+    }
+    out
 }
 
 /// A byte stream that fails once more than `max` bytes have passed.
@@ -1574,7 +1612,9 @@ mod tests {
         assert_eq!(args, &["my server.mjs", "--port", "0"]);
         assert!(Target::stdio("a 'b", &[]).is_err());
         assert!(Target::stdio("   ", &[]).is_err());
-        assert!(Target::stdio("a", &["X: y".into()]).is_err());
+        let h: HeaderArg = "X-Key: s3cret".parse().unwrap();
+        assert!(Target::stdio("a", std::slice::from_ref(&h)).is_err());
+        assert_eq!(format!("{h:?}"), "HeaderArg(\"X-Key\": <redacted>)");
         let u = Url::parse("http://h/p?token=abc").unwrap();
         assert_eq!(
             redact("error sending request for url (http://h/p?token=abc)", &u),

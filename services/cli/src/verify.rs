@@ -24,7 +24,7 @@ use serde_json::{Value, json};
 use signet_core::Mode;
 use signet_core::names::ServerName;
 
-use crate::capture::{Captured, Target, capture};
+use crate::capture::{Captured, HeaderArg, Target, capture};
 use crate::progress::Progress;
 use crate::remote::{Remote, RemoteError, Reply, Token};
 
@@ -83,7 +83,7 @@ pub struct VerifyArgs {
     /// A header sent with every request to the MCP server, as "Name:
     /// value" (repeatable). Values are never printed.
     #[arg(long = "header", short = 'H', value_name = "NAME: VALUE")]
-    pub headers: Vec<String>,
+    pub headers: Vec<HeaderArg>,
     /// strict, permissive or advisory [default: the tenant's mode for this
     /// server].
     #[arg(long)]

@@ -246,6 +246,62 @@ async fn capture_over_http_writes_a_publishable_draft_of_the_servers_lists() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn capture_runs_every_advertised_list_and_follows_cursors() {
+    // Prompts, resources and templates too, one item per page.
+    let up = upstream(Switches {
+        catalog: true,
+        page_size: Some(1),
+        ..Switches::default()
+    })
+    .await;
+    let r = signet(&["capture", &up.url()], &[]).await;
+    r.expect(0);
+    assert!(
+        r.stderr
+            .contains("lists: tools/list, prompts/list, resources/list, resources/templates/list"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stderr.contains("tools/list, page 3 (2 so far)"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stderr
+            .contains("3 tools, 1 prompt, 1 resource, 1 resource template"),
+        "{}",
+        r.stderr
+    );
+    let card = r.json();
+    ServerCard::from_value(&card, &Limits::default()).expect("valid card");
+    let sig = &card["signature"];
+    assert_eq!(sig["tools"].as_array().unwrap().len(), 3);
+    assert_eq!(
+        sig["prompts"],
+        json!(signet_example_upstream::catalog_prompts())
+    );
+    assert_eq!(
+        sig["resources"],
+        json!(signet_example_upstream::catalog_resources())
+    );
+    assert_eq!(
+        sig["resourceTemplates"],
+        json!(signet_example_upstream::catalog_resource_templates())
+    );
+    // Every page of every list conforms, and so does a resource under the template.
+    assert_conformant(&card, &raw_tools_list(&up.url()).await);
+    assert_conformant(
+        &card,
+        &json!({
+            "prompts": signet_example_upstream::catalog_prompts(),
+            "resources": [{"uri": "file:///todo.txt", "name": "todo"}],
+            "resourceTemplates": signet_example_upstream::catalog_resource_templates(),
+        }),
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn capture_over_stdio_with_out_name_and_version() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("card.json");
