@@ -1292,6 +1292,11 @@ impl MergeFile {
 
 fn load_merge_file(path: &Path) -> Result<MergeFile, String> {
     let label = path.display().to_string();
+    if (label.starts_with("http://") || label.starts_with("https://")) && !path.exists() {
+        return Err(format!(
+            "--merge takes files, not {label:?}: give the server's URL before --merge"
+        ));
+    }
     let bytes = std::fs::read(path).map_err(|e| format!("cannot read {label}: {e}"))?;
     let doc = signet_core::json::parse_strict(&bytes, signet_core::json::DEFAULT_MAX_DEPTH)
         .map_err(|e| format!("{label} is not acceptable JSON: {e}"))?;

@@ -575,6 +575,19 @@ async fn capture_failures_have_their_exit_codes() {
     .await;
     r.expect(0);
     assert_eq!(r.json()["signature"]["tools"], json!([]));
+    // A URL after --merge is taken for a file: say so.
+    let r = signet(
+        &[
+            "capture",
+            "--merge",
+            lists.to_str().unwrap(),
+            "http://127.0.0.1:1/mcp",
+        ],
+        &[],
+    )
+    .await;
+    r.expect(2);
+    assert!(r.stderr.contains("URL before --merge"), "{}", r.stderr);
     // An invalid --name is refused.
     let r = signet(
         &[
