@@ -588,6 +588,33 @@ async fn capture_failures_have_their_exit_codes() {
     .await;
     r.expect(2);
     assert!(r.stderr.contains("URL before --merge"), "{}", r.stderr);
+    // 4: a draft the registry would refuse is written, with the problems.
+    let no_schema = write(
+        dir.path(),
+        "no-schema.json",
+        &json!({"tools": [{"name": "t"}]}),
+    );
+    let r = signet(
+        &[
+            "capture",
+            "--merge",
+            no_schema.to_str().unwrap(),
+            "--name",
+            NAME,
+            "--version",
+            "0.1.0",
+        ],
+        &[],
+    )
+    .await;
+    r.expect(4);
+    assert_eq!(r.json()["signature"]["tools"][0]["name"], "t");
+    assert!(
+        r.stderr
+            .contains("missing_field /signature/tools/0/inputSchema"),
+        "{}",
+        r.stderr
+    );
     // An invalid --name is refused.
     let r = signet(
         &[
