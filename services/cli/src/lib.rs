@@ -11,8 +11,17 @@
 //!   `--wait-approved`.
 //! - [`oidc`]: the GitHub Actions OIDC token request behind
 //!   `--github-oidc`.
+//! - [`progress`]: progress on stderr (a spinner on a terminal, plain lines
+//!   otherwise), for any command that waits.
+//! - [`capture`]: `signet capture`, a live MCP server (Streamable HTTP or
+//!   stdio) to a draft card; `--merge` folds several captures into one.
+//! - [`verify`]: `signet verify`, a live MCP server against the approved
+//!   signature in Signet.
 
+pub mod capture;
 pub mod oidc;
+pub mod progress;
 pub mod publish;
 pub mod remote;
 pub mod retry;
+pub mod verify;

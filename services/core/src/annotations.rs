@@ -291,6 +291,17 @@ impl Annotations {
             && self.extra_canonical == declared.extra_canonical
     }
 
+    /// The canonical bytes of the normalised object without `title`: two
+    /// possibilities have the same key exactly when one
+    /// [conforms to](Annotations::conforms_to) the other.
+    pub fn conformance_key(&self) -> Vec<u8> {
+        let mut v = self.to_value();
+        if let Value::Object(m) = &mut v {
+            m.remove("title");
+        }
+        canonical_bytes(&v)
+    }
+
     fn danger(&self) -> [bool; 5] {
         [
             !self.read_only,

@@ -12,6 +12,8 @@
 //! - [`contain`]: containment of runtime observations and enforcement
 //!   [`Mode`]s;
 //! - [`diff`]: capability diff between two versions;
+//! - [`draft`]: draft cards from captured lists, and the merge of several
+//!   captures into one signature;
 //! - [`scope`]: the scope envelope of a signature, scope hierarchies and
 //!   their presets, and the least-privilege planner;
 //! - [`uri_template`]: RFC 6570 template matching in bounded time;
@@ -33,6 +35,7 @@ pub mod card;
 pub mod contain;
 pub mod diff;
 pub mod digest;
+pub mod draft;
 pub mod error;
 pub mod ids;
 pub mod json;

@@ -35,6 +35,10 @@ pub enum Command {
     Signature(crate::signature_cmd::SignatureCommand),
     /// Publish a server card to a Signet server, from CI (exit codes in --help).
     Publish(signet_cli::publish::PublishArgs),
+    /// Capture what a live MCP server lists (HTTP or stdio) as a draft server card; --merge folds several captures into one signature.
+    Capture(signet_cli::capture::CaptureArgs),
+    /// Check a live MCP server against its approved signature in Signet (the CI gate against rug pulls).
+    Verify(signet_cli::verify::VerifyArgs),
 }
 
 /// Where the database is.
@@ -120,6 +124,31 @@ pub async fn run(cli: Cli) -> anyhow::Result<i32> {
         }
         Command::Publish(args) => {
             signet_cli::publish::run(args, &mut std::io::stdout(), &mut std::io::stderr()).await
+        }
+        Command::Capture(args) => {
+            let mut err = std::io::stderr();
+            let terminal = signet_cli::progress::Progress::stderr_is_terminal();
+            let mut progress = signet_cli::progress::Progress::new(&mut err, terminal);
+            signet_cli::capture::run(args, &mut std::io::stdout(), &mut progress).await
+        }
+        Command::Verify(args) => {
+            let mut err = std::io::stderr();
+            let terminal = signet_cli::progress::Progress::stderr_is_terminal();
+            let mut progress = signet_cli::progress::Progress::new(&mut err, terminal);
+            signet_cli::verify::run(args, &mut std::io::stdout(), &mut progress).await
+        }
+    }
+}
+
+/// What `main` does with a parsed command line: runs it and returns the
+/// process exit code; an error is printed on one line with its whole
+/// cause chain and exits 2.
+pub async fn exit_code(cli: Cli) -> i32 {
+    match run(cli).await {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("signet: {e:#}");
+            2
         }
     }
 }

@@ -2,6 +2,7 @@
 //! PostgreSQL when `SIGNET_TEST_DATABASE_URL` is set.
 
 mod auth;
+mod capture;
 mod cli;
 mod input;
 mod isolation;
