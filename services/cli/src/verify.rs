@@ -54,7 +54,8 @@ Exit codes:
   2  bad arguments
   3  the MCP server could not be reached, started or understood
   4  Signet could not be reached, or answered with an error
-  5  Signet refused the token, or the token variable is unset
+  5  Signet refused the token, the token variable is unset, or (with
+     --github-oidc) the Actions runtime gave no token
   6  no such tenant, server or version in Signet, or the version is not approved";
 
 /// `signet verify`.
@@ -94,6 +95,13 @@ pub struct VerifyArgs {
     /// The environment variable holding the bearer token for Signet.
     #[arg(long, value_name = "VAR", default_value = "SIGNET_TOKEN")]
     pub token_env: String,
+    /// Authenticate with a GitHub Actions OIDC token instead (the job needs
+    /// `permissions: id-token: write`), as `signet publish --github-oidc`.
+    #[arg(long, conflicts_with = "token_env")]
+    pub github_oidc: bool,
+    /// Audience of the OIDC token [default: the --server URL].
+    #[arg(long, value_name = "AUD", requires = "github_oidc")]
+    pub audience: Option<String>,
     /// Seconds to wait for Signet and for the MCP server.
     #[arg(long, value_name = "SECS", default_value_t = 30)]
     pub timeout: u64,
@@ -339,7 +347,20 @@ async fn verify(args: VerifyArgs, progress: &mut Progress<'_>) -> Result<(i32, V
     }
     .map_err(usage)?;
     let timeout = Duration::from_secs(args.timeout);
-    let token = Token::from_env(&args.token_env).map_err(unreachable)?;
+    let token = if args.github_oidc {
+        let audience = args
+            .audience
+            .clone()
+            .unwrap_or_else(|| args.server.trim_end_matches('/').to_owned());
+        let refused = |e: crate::oidc::OidcError| Stop(exit::UNAUTHORIZED, e.to_string());
+        crate::oidc::ActionsRuntime::from_env()
+            .map_err(refused)?
+            .id_token(&audience, timeout)
+            .await
+            .map_err(refused)?
+    } else {
+        Token::from_env(&args.token_env).map_err(unreachable)?
+    };
     let remote =
         Remote::new(&args.server, &args.tenant, Some(token), timeout).map_err(unreachable)?;
     let record = progress

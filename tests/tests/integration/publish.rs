@@ -830,6 +830,57 @@ async fn github_oidc_publishes_with_the_role_its_claim_rule_maps() {
         "repo:acme/infra:ref:refs/heads/main"
     );
 
+    // `signet verify --github-oidc` takes its token the same way: the
+    // record is read with it (still pending, so code 6, before any MCP
+    // server is touched), and a runtime that refuses gives code 5.
+    let verify = |env: [(&'static str, String); 2]| {
+        let base = base.clone();
+        let tenant = tenant.clone();
+        async move {
+            let env = [(env[0].0, env[0].1.as_str()), (env[1].0, env[1].1.as_str())];
+            signet(
+                &[
+                    "verify",
+                    "--server",
+                    &base,
+                    "--tenant",
+                    &tenant,
+                    "--name",
+                    SERVER,
+                    "--version",
+                    "1.0.0",
+                    "--against",
+                    "http://127.0.0.1:9/mcp",
+                    "--github-oidc",
+                ],
+                &env,
+            )
+            .await
+        }
+    };
+    let run = verify([
+        ("ACTIONS_ID_TOKEN_REQUEST_URL", runtime_url.clone()),
+        ("ACTIONS_ID_TOKEN_REQUEST_TOKEN", REQUEST_TOKEN.to_owned()),
+    ])
+    .await;
+    assert_code(&run, 6);
+    assert!(run.stderr.contains("pending"), "{}", run.stderr);
+    assert_eq!(gh.audiences.lock().unwrap().len(), 2);
+    let run = verify([
+        ("ACTIONS_ID_TOKEN_REQUEST_URL", runtime_url.clone()),
+        (
+            "ACTIONS_ID_TOKEN_REQUEST_TOKEN",
+            "not-the-runtime-token".to_owned(),
+        ),
+    ])
+    .await;
+    assert_code(&run, 5);
+    assert!(
+        !run.stderr.contains("not-the-runtime-token"),
+        "{}",
+        run.stderr
+    );
+
     // A release-tag run of the same workflow maps to reader only: the
     // mapped role is what decides, so publishing is refused (403), code 5.
     *gh.claims.lock().unwrap() = github_claims(
