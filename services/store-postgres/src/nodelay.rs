@@ -147,30 +147,38 @@ fn canonical(a: SocketAddr) -> (IpAddr, u16) {
 }
 
 /// The socket whose endpoints the server reported, among candidates given
-/// as (local, peer) addresses: the ones whose local address is the client;
-/// if several share it (one local port may serve several peers), the one
-/// whose peer is the server. Returns the index of exactly one match.
-fn pick(ep: &Endpoints, sockets: &[(SocketAddr, Option<SocketAddr>)]) -> Result<usize, Outcome> {
+/// as (local, peer, socket inode): the ones whose local address is the
+/// client; if several share it (one local port may serve several peers),
+/// the one whose peer is the server. Descriptors with the same inode are
+/// one socket (duplicates: another thread's scan holds a copy of every
+/// socket for a moment while it runs), so they never make a match
+/// ambiguous. Returns the index of one match.
+fn pick(
+    ep: &Endpoints,
+    sockets: &[(SocketAddr, Option<SocketAddr>, u64)],
+) -> Result<usize, Outcome> {
+    let one_socket = |c: &[usize]| c.iter().all(|&i| sockets[i].2 == sockets[c[0]].2);
     let client = canonical(ep.client);
     let local: Vec<usize> = (0..sockets.len())
         .filter(|&i| canonical(sockets[i].0) == client)
         .collect();
-    match local.as_slice() {
-        [] => Err(Outcome::NotFound),
-        [one] => Ok(*one),
-        many => {
-            let server = canonical(ep.server);
-            let both: Vec<usize> = many
-                .iter()
-                .copied()
-                .filter(|&i| sockets[i].1.map(canonical) == Some(server))
-                .collect();
-            match both.as_slice() {
-                [one] => Ok(*one),
-                [] => Err(Outcome::NotFound),
-                _ => Err(Outcome::Ambiguous),
-            }
-        }
+    if local.is_empty() {
+        return Err(Outcome::NotFound);
+    }
+    if one_socket(&local) {
+        return Ok(local[0]);
+    }
+    let server = canonical(ep.server);
+    let both: Vec<usize> = local
+        .into_iter()
+        .filter(|&i| sockets[i].1.map(canonical) == Some(server))
+        .collect();
+    if both.is_empty() {
+        Err(Outcome::NotFound)
+    } else if one_socket(&both) {
+        Ok(both[0])
+    } else {
+        Err(Outcome::Ambiguous)
     }
 }
 
@@ -184,10 +192,20 @@ mod sys {
 
     use super::{Endpoints, Outcome, pick};
 
+    /// A duplicated descriptor, its local and peer addresses, its inode.
+    type Candidate = (OwnedFd, SocketAddr, Option<SocketAddr>, u64);
+
+    /// The inode of a `/proc/self/fd` link that names a socket
+    /// (`socket:[12345]`); `None` for anything else.
+    fn socket_inode(link: &[u8]) -> Option<u64> {
+        let digits = link.strip_prefix(b"socket:[")?.strip_suffix(b"]")?;
+        std::str::from_utf8(digits).ok()?.parse().ok()
+    }
+
     /// Duplicates every socket descriptor of this process that is a
     /// connected TCP (stream, IPv4 or IPv6) socket, with its local and peer
-    /// addresses.
-    fn tcp_sockets() -> io::Result<Vec<(OwnedFd, SocketAddr, Option<SocketAddr>)>> {
+    /// addresses and its socket inode.
+    fn tcp_sockets() -> io::Result<Vec<Candidate>> {
         let mut out = Vec::new();
         for entry in std::fs::read_dir("/proc/self/fd")? {
             let Ok(entry) = entry else { continue };
@@ -200,11 +218,12 @@ mod sys {
             };
             // Only sockets ("socket:[inode]"); files, pipes, epoll... are
             // never duplicated.
-            let is_socket = std::fs::read_link(entry.path())
-                .is_ok_and(|l| l.as_os_str().as_encoded_bytes().starts_with(b"socket:"));
-            if !is_socket {
+            let Some(inode) = std::fs::read_link(entry.path())
+                .ok()
+                .and_then(|l| socket_inode(l.as_os_str().as_encoded_bytes()))
+            else {
                 continue;
-            }
+            };
             // SAFETY: `fd` was listed in /proc/self/fd, so it was open in
             // this process a moment ago; it is borrowed for exactly one
             // fcntl(F_DUPFD_CLOEXEC). If another thread closed it in
@@ -229,14 +248,14 @@ mod sys {
             if peer.is_none() {
                 continue; // a listener, or not connected
             }
-            out.push((owned, local, peer));
+            out.push((owned, local, peer, inode));
         }
         Ok(out)
     }
 
     fn find(ep: &Endpoints) -> io::Result<Result<OwnedFd, Outcome>> {
         let mut socks = tcp_sockets()?;
-        let addrs: Vec<_> = socks.iter().map(|(_, l, p)| (*l, *p)).collect();
+        let addrs: Vec<_> = socks.iter().map(|(_, l, p, i)| (*l, *p, *i)).collect();
         Ok(pick(ep, &addrs).map(|i| socks.swap_remove(i).0))
     }
 
@@ -301,6 +320,23 @@ mod sys {
             assert_eq!(enable(&ep(&a)).unwrap(), Outcome::AlreadySet);
             assert_eq!(get(&ep(&a)).unwrap(), Some(true));
             assert!(!b.nodelay().unwrap());
+        }
+
+        /// Another thread's scan holds a duplicate of every socket while
+        /// it runs (as concurrent pool connections do): a duplicate is the
+        /// same socket, never a second candidate.
+        #[test]
+        fn a_duplicate_descriptor_is_the_same_socket() {
+            let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+            let a = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+            let _srv = listener.accept().unwrap();
+            a.set_nodelay(false).unwrap();
+            let dup = a.try_clone().unwrap();
+            assert_eq!(enable(&ep(&a)).unwrap(), Outcome::Set);
+            assert!(a.nodelay().unwrap() && dup.nodelay().unwrap());
+            assert_eq!(socket_inode(b"socket:[4242]"), Some(4242));
+            assert_eq!(socket_inode(b"pipe:[4242]"), None);
+            assert_eq!(socket_inode(b"socket:[x]"), None);
         }
 
         #[test]
@@ -387,18 +423,27 @@ mod tests {
             client: a("10.0.0.5:51000"),
             server: a("10.0.0.9:5432"),
         };
-        let other = (a("10.0.0.5:51001"), Some(a("10.0.0.9:5432")));
-        let mine = (a("10.0.0.5:51000"), Some(a("10.0.0.9:5432")));
-        let same_port_elsewhere = (a("10.0.0.5:51000"), Some(a("10.0.0.8:443")));
+        let other = (a("10.0.0.5:51001"), Some(a("10.0.0.9:5432")), 1);
+        let mine = (a("10.0.0.5:51000"), Some(a("10.0.0.9:5432")), 2);
+        let same_port_elsewhere = (a("10.0.0.5:51000"), Some(a("10.0.0.8:443")), 3);
         assert_eq!(pick(&ep, &[other, mine]), Ok(1));
         assert_eq!(pick(&ep, &[same_port_elsewhere, other, mine]), Ok(2));
         assert_eq!(pick(&ep, &[other]), Err(Outcome::NotFound));
-        assert_eq!(pick(&ep, &[mine, mine]), Err(Outcome::Ambiguous));
+        // Two sockets with the same endpoints cannot be told apart...
+        let twin = (mine.0, mine.1, 4);
+        assert_eq!(pick(&ep, &[mine, twin]), Err(Outcome::Ambiguous));
+        // ...but two descriptors of one socket are that socket.
+        assert_eq!(pick(&ep, &[other, mine, mine]), Ok(1));
+        assert_eq!(
+            pick(&ep, &[same_port_elsewhere, mine, mine]),
+            Ok(1),
+            "the peer decides, duplicates aside"
+        );
         // A DNAT'd service address: the local side matches alone.
         assert_eq!(
             pick(
                 &ep,
-                &[(a("10.0.0.5:51000"), Some(a("172.20.0.1:5432"))), other]
+                &[(a("10.0.0.5:51000"), Some(a("172.20.0.1:5432")), 5), other]
             ),
             Ok(0)
         );
@@ -406,6 +451,7 @@ mod tests {
         let mapped = (
             a("[::ffff:10.0.0.5]:51000"),
             Some(a("[::ffff:10.0.0.9]:5432")),
+            6,
         );
         assert_eq!(pick(&ep, &[other, mapped]), Ok(1));
     }
