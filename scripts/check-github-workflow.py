@@ -1,16 +1,22 @@
-#!/usr/bin/env python3
 """Structural check of examples/github-actions/signet.yml against the CLI.
 
-Checks: the workflow runs on a published release; the job that publishes may
-request an OIDC token (`id-token: write`) and reads contents only; it runs
-`signet capture`, `signet publish` and `signet verify`, in that order, in one
-job; publish authenticates with `--github-oidc` (no token from a secret) and
-waits with `--wait-approved`; verify checks a live server (`--against`); and
-every `--flag` of every `signet` command exists in that subcommand's `--help`
-of the binary built from this tree, so the example cannot drift from the CLI.
-Then it mutates the workflow in ways that must be refused (no id-token
-permission, a push trigger, publish after verify, an unknown flag, a secret
-token instead of OIDC) and checks each is refused for the right reason.
+Checks: the workflow runs on a published release; three jobs split the
+work so that no code of the server under test runs where a publisher token
+can be minted: the job running `signet capture` has no `id-token`
+permission and reads contents only; the job running `signet publish` needs
+the capture job, declares an `environment` (the claim the publisher rule
+requires), has `id-token: write` and `contents: read` only, and runs nothing
+but signet (no npm, build or server step, no checkout); the job running
+`signet verify` needs the publish job. Publish authenticates with
+`--github-oidc` (no token from a secret) and waits with `--wait-approved`;
+verify checks a live server (`--against`); and every `--flag` of every
+`signet` command exists in that subcommand's `--help` of the binary built
+from this tree, so the example cannot drift from the CLI. Then it mutates
+the workflow in ways that must be refused (id-token granted to the capture
+job, the publish job without its environment, a build step in the publish
+job, verify not waiting for publish, a push trigger, an unknown flag, a
+secret token instead of OIDC) and checks each is refused for the right
+reason.
 
 Usage: python3 scripts/check-github-workflow.py [REPO_ROOT]   (needs PyYAML;
 the binary: $SIGNET_BIN, default target/debug/signet)
@@ -75,6 +81,32 @@ def signet_commands(run):
     return found
 
 
+# Words that mark a step as running the repository's code (building or
+# starting the server under test) rather than signet alone.
+CODE_STEP = re.compile(r"\b(npm|npx|yarn|pnpm|node|bun|deno|python3?|pip|uv|make|go|docker|cargo build|cargo run)\b")
+
+
+def needs(job):
+    n = job.get("needs") or []
+    return [n] if isinstance(n, str) else list(n)
+
+
+def job_cmds(job_name, job, fail):
+    cmds = []
+    for n, step in enumerate(job.get("steps") or []):
+        run = step.get("run")
+        if not isinstance(run, str):
+            continue
+        try:
+            found = signet_commands(run)
+        except ValueError as e:
+            fail(f"jobs.{job_name}.steps[{n}]: {e}")
+            continue
+        for argv in found:
+            cmds.append((n, argv, step))
+    return cmds
+
+
 def check(wf):
     errors = []
     fail = errors.append
@@ -93,39 +125,35 @@ def check(wf):
     jobs = wf.get("jobs") or {}
     if not jobs:
         fail("jobs: none")
-    seen_in = {}
+    # Which job runs each signet command.
+    owner = {}
     for job_name, job in jobs.items():
-        cmds = []
-        for n, step in enumerate(job.get("steps") or []):
-            run = step.get("run")
-            if not isinstance(run, str):
-                continue
-            try:
-                found = signet_commands(run)
-            except ValueError as e:
-                fail(f"jobs.{job_name}.steps[{n}]: {e}")
-                continue
-            for argv in found:
-                cmds.append((n, argv, step))
-        if not cmds:
-            continue
-        subs = [argv[0] for _, argv, _ in cmds]
-        seen_in[job_name] = subs
         perms = job.get("permissions", wf.get("permissions"))
-        if not isinstance(perms, dict) or perms.get("id-token") != "write":
-            fail(f"jobs.{job_name}: needs permissions id-token: write (for --github-oidc)")
-        elif perms.get("contents") != "read" or any(
-            v == "write" for k, v in perms.items() if k != "id-token"
-        ):
-            fail(f"jobs.{job_name}: permissions must be id-token: write and contents: read only")
-        # The three commands, in order.
-        positions = [subs.index(s) if s in subs else None for s in ORDER]
-        for s, p in zip(ORDER, positions):
-            if p is None:
-                fail(f"jobs.{job_name}: no `signet {s}` step")
-        present = [p for p in positions if p is not None]
-        if present != sorted(present):
-            fail(f"jobs.{job_name}: the signet steps must run capture, publish, verify in that order (found {subs})")
+        perms = perms if isinstance(perms, dict) else {}
+        cmds = job_cmds(job_name, job, fail)
+        subs = {argv[0] for _, argv, _ in cmds}
+        for s in subs & set(ORDER):
+            if s in owner:
+                fail(f"jobs.{job_name}: `signet {s}` also runs in jobs.{owner[s]} (one job per step)")
+            owner.setdefault(s, job_name)
+        if perms.get("id-token") == "write" and "capture" in subs:
+            fail(f"jobs.{job_name}: runs the server under test (signet capture) and must not have id-token: write")
+        if any(v == "write" for k, v in perms.items() if k != "id-token"):
+            fail(f"jobs.{job_name}: permissions must not grant write access other than id-token")
+        if subs & {"publish", "verify"}:
+            if perms.get("id-token") != "write":
+                fail(f"jobs.{job_name}: needs permissions id-token: write (for --github-oidc)")
+        if "publish" in subs:
+            if not job.get("environment"):
+                fail(f"jobs.{job_name}: the publish job must declare an environment (the publisher claim rule requires it)")
+            if subs - {"publish"}:
+                fail(f"jobs.{job_name}: the publish job must run nothing but `signet publish` (found {sorted(subs)})")
+            for n, step in enumerate(job.get("steps") or []):
+                run = str(step.get("run", ""))
+                uses = str(step.get("uses", ""))
+                code = [l for l in run.splitlines() if CODE_STEP.search(l) and "cargo install" not in l]
+                if code or uses.startswith("actions/checkout"):
+                    fail(f"jobs.{job_name}.steps[{n}]: the publish job must not check out, build or run the server ({(code or [uses])[0].strip()!r})")
         for n, argv, step in cmds:
             sub = argv[0]
             where = f"jobs.{job_name}.steps[{n}] signet {sub}"
@@ -148,32 +176,52 @@ def check(wf):
                     fail(f"{where}: must wait for approval (--wait-approved) before verify")
             if sub == "verify" and "--against" not in argv:
                 fail(f"{where}: must check a live server (--against)")
-    if not seen_in:
-        fail("no job runs signet")
-    elif not any(all(s in subs for s in ORDER) for subs in seen_in.values()):
-        fail(f"no single job runs capture, publish and verify (found {seen_in})")
+    for s in ORDER:
+        if s not in owner:
+            fail(f"no job runs `signet {s}`")
+    # The job graph: capture -> publish -> verify.
+    for before, after in zip(ORDER, ORDER[1:]):
+        if before in owner and after in owner:
+            b, a = owner[before], owner[after]
+            if b == a:
+                fail(f"jobs.{a}: runs `signet {before}` and `signet {after}` in one job (they need separate jobs)")
+            elif b not in needs(jobs[a]):
+                fail(f"jobs.{a}: must have `needs: {b}` (signet {after} runs after signet {before})")
     return errors
 
 
-def publish_step(wf):
-    for job in wf["jobs"].values():
+def job_running(wf, sub):
+    for name, job in wf["jobs"].items():
         for step in job.get("steps") or []:
-            if "signet publish" in str(step.get("run", "")):
-                return step
-    raise AssertionError("no publish step")
+            if f"signet {sub}" in str(step.get("run", "")):
+                return name, job, step
+    raise AssertionError(f"no {sub} step")
 
 
-def swap_publish_and_verify(wf):
-    steps = next(iter(wf["jobs"].values()))["steps"]
-    i = next(n for n, s in enumerate(steps) if "signet publish" in str(s.get("run", "")))
-    j = next(n for n, s in enumerate(steps) if "signet verify" in str(s.get("run", "")))
-    steps[i], steps[j] = steps[j], steps[i]
+def publish_step(wf):
+    return job_running(wf, "publish")[2]
+
+
+def id_token_for_capture(wf):
+    job_running(wf, "capture")[1]["permissions"] = {"id-token": "write", "contents": "read"}
+
+
+def no_environment(wf):
+    job_running(wf, "publish")[1].pop("environment", None)
+
+
+def build_in_publish(wf):
+    job_running(wf, "publish")[1]["steps"].insert(0, {"name": "build", "run": "npm ci\nnpm run build"})
+
+
+def verify_not_after_publish(wf):
+    job_running(wf, "verify")[1]["needs"] = job_running(wf, "capture")[0]
 
 
 def no_id_token(wf):
     wf["permissions"] = {"contents": "read"}
     for job in wf["jobs"].values():
-        job.pop("permissions", None)
+        job["permissions"] = {"contents": "read"}
 
 
 def on_push(wf):
@@ -194,9 +242,12 @@ def secret_token(wf):
 
 
 MUST_FAIL = [
-    (no_id_token, "id-token: write"),
+    (id_token_for_capture, "must not have id-token: write"),
+    (no_environment, "must declare an environment"),
+    (build_in_publish, "must not check out, build or run the server"),
+    (verify_not_after_publish, "must have `needs: publish`"),
+    (no_id_token, "id-token: write (for --github-oidc)"),
     (on_push, "must run on release"),
-    (swap_publish_and_verify, "capture, publish, verify in that order"),
     (unknown_flag, "--bogus-flag is not a flag of `signet publish`"),
     (secret_token, "--github-oidc"),
 ]
@@ -218,7 +269,7 @@ def main():
         for p in problems:
             print(f"{WORKFLOW.relative_to(ROOT)}: {p}", file=sys.stderr)
         return 1
-    print(f"{WORKFLOW.relative_to(ROOT)}: ok (release trigger, id-token permission, capture -> publish --github-oidc --wait-approved -> verify --against, flags checked against {BIN}; {len(MUST_FAIL)} mutations refused)")
+    print(f"{WORKFLOW.relative_to(ROOT)}: ok (release trigger; jobs capture (no id-token) -> publish (environment, id-token, signet only, --github-oidc --wait-approved) -> verify --against; flags checked against {BIN}; {len(MUST_FAIL)} mutations refused)")
     return 0
 
 
