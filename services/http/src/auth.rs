@@ -288,6 +288,15 @@ impl ClaimPattern {
     }
 }
 
+/// Claims that name who a token is for (the subject, the repository, its
+/// owner, any numeric id): a rule may only pin them exactly, never by prefix.
+fn is_identity_claim(claim: &str) -> bool {
+    matches!(
+        claim,
+        "sub" | "repository" | "repository_owner" | "repository_id" | "repository_owner_id"
+    ) || claim.ends_with("_id")
+}
+
 /// One rule of a [`ClaimMapping::Rules`]: when every listed claim of a
 /// token is a string matching its pattern, the token acts in `tenant` with
 /// `roles`.
@@ -329,6 +338,15 @@ impl ClaimRule {
                 return Err(err("match".into(), "a claim name must not be empty".into()));
             }
             let p = ClaimPattern::parse(pattern).map_err(|m| err(format!("match.{claim}"), m))?;
+            if matches!(p, ClaimPattern::Prefix(_)) && is_identity_claim(claim) {
+                return Err(err(
+                    format!("match.{claim}"),
+                    format!(
+                        "{pattern:?}: {claim} names who the token is for and takes an exact value only \
+                         (a prefix would also match other repositories or owners, e.g. `acme/files*` matches `acme/files-evil`)"
+                    ),
+                ));
+            }
             list.push((claim.to_owned(), p));
         }
         if list.is_empty() {
@@ -844,6 +862,24 @@ mod tests {
         assert!(rule_err(&m, "acme", &[]).starts_with("roles: list at least one"));
         let e = rule_err(&m, "acme", &["reader", "platform"]);
         assert!(e.starts_with("roles[1]: platform cannot"), "{e}");
+        for claim in [
+            "sub",
+            "repository",
+            "repository_owner",
+            "repository_id",
+            "repository_owner_id",
+            "actor_id",
+        ] {
+            let e = rule_err(&[(claim, "acme*")], "acme", &["publisher"]);
+            assert!(
+                e.starts_with(&format!("match.{claim}: \"acme*\": {claim} names who")),
+                "{e}"
+            );
+            // The exact value is fine.
+            rule(&[(claim, "acme")], "acme", &["publisher"]);
+        }
+        // Refs and workflow refs keep their prefix patterns.
+        rule(&[("ref", "refs/tags/v*")], "acme", &["publisher"]);
         let e = rule_err(&m, "acme", &["wizard"]);
         assert!(e.starts_with("roles[0]: unknown role \"wizard\""), "{e}");
         let r = rule(&m, "acme", &["publisher", "reader"]);
