@@ -373,6 +373,25 @@ impl Config {
             if iss.issuer.is_empty() {
                 bail!("{at}.issuer must not be empty");
             }
+            // Issuers are looked up by their `iss`: a second entry for the
+            // same URL would silently replace the first (its keys, audience
+            // and rules).
+            if let Some(k) = self.auth.issuers[..i]
+                .iter()
+                .position(|o| o.issuer == iss.issuer)
+            {
+                bail!(
+                    "{at}.issuer: repeats auth.issuers[{k}] ({:?}); list each issuer once",
+                    iss.issuer
+                );
+            }
+            if self.dev_mode() && iss.issuer == crate::devkeys::DEV_ISSUER {
+                bail!(
+                    "{at}.issuer: {:?} is the dev issuer, which dev mode adds itself; \
+                     name the configured issuer differently or turn dev mode off",
+                    iss.issuer
+                );
+            }
             if iss.audience.is_empty() {
                 bail!("{at}.audience must not be empty");
             }
@@ -573,6 +592,49 @@ mod tests {
         }
         let r = ResolveSettings::default();
         assert_eq!(r.cache_tenant_share_bytes(), 256 * 1024 * 1024 / 4);
+    }
+
+    fn issuer(url: &str) -> IssuerSettings {
+        IssuerSettings {
+            issuer: url.into(),
+            audience: "signet".into(),
+            algorithms: vec!["HS256".into()],
+            jwks_url: None,
+            public_key_file: None,
+            hs256_secret: Some("a-shared-secret-of-at-least-32-bytes!!".into()),
+            rules: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_repeated_issuer_is_refused() {
+        let mut c = Config::default();
+        c.auth.issuers = vec![
+            issuer("https://a.example"),
+            issuer("https://b.example"),
+            issuer("https://a.example"),
+        ];
+        let e = c.validate().unwrap_err().to_string();
+        assert!(
+            e.starts_with("auth.issuers[2].issuer: repeats auth.issuers[0]"),
+            "{e}"
+        );
+        c.auth.issuers.pop();
+        c.validate().unwrap();
+    }
+
+    #[test]
+    fn dev_mode_refuses_a_configured_issuer_named_as_the_dev_issuer() {
+        let mut c = Config::default();
+        c.auth.issuers = vec![issuer(crate::devkeys::DEV_ISSUER)];
+        // Without dev mode the name is the operator's to use.
+        c.validate().unwrap();
+        c.dev = true;
+        let e = c.validate().unwrap_err().to_string();
+        assert!(
+            e.starts_with("auth.issuers[0].issuer: \"signet-dev\" is the dev issuer"),
+            "{e}"
+        );
     }
 
     #[test]

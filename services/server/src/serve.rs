@@ -66,6 +66,11 @@ impl Running {
 pub fn authenticator(cfg: &Config, dev_key: Option<&DevKey>) -> anyhow::Result<Authenticator> {
     let mut issuers = issuer_configs(cfg)?;
     if let Some(key) = dev_key {
+        // `Config::validate` refuses this too; the authenticator keys issuers
+        // by name, so the dev issuer must never replace a configured one.
+        if issuers.iter().any(|i| i.issuer == DEV_ISSUER) {
+            bail!("auth.issuers: {DEV_ISSUER:?} is the dev issuer, which dev mode adds itself");
+        }
         issuers.push(IssuerConfig {
             issuer: DEV_ISSUER.into(),
             audience: DEV_AUDIENCE.into(),
