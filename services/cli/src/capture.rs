@@ -278,10 +278,25 @@ fn public_url(url: &Url) -> String {
     u.to_string()
 }
 
-/// Replaces every spelling of `url` in an error text by its public form.
+/// Replaces every spelling of `url` in an error text by its public form:
+/// the URL as given, the URL without its credentials (how reqwest names it
+/// in its errors), and then any remaining trace of the query, fragment or
+/// password, which may hold an API key.
 fn redact(text: &str, url: &Url) -> String {
     let shown = public_url(url);
-    text.replace(url.as_str(), &shown)
+    let mut out = text.replace(url.as_str(), &shown);
+    let mut bare = url.clone();
+    let _ = bare.set_username("");
+    let _ = bare.set_password(None);
+    out = out.replace(bare.as_str(), &shown);
+    for secret in [url.query(), url.fragment(), url.password()]
+        .into_iter()
+        .flatten()
+        .filter(|s| !s.is_empty())
+    {
+        out = out.replace(secret, "[redacted]");
+    }
+    out
 }
 
 // -------------------------------------------------------------------- tap
@@ -1041,14 +1056,23 @@ pub async fn capture(
             &format!("capture: connecting to {label}"),
             connect(target, timeout),
         )
-        .await?;
+        .await
+        .map_err(|e| match target {
+            Target::Http { url, .. } => redacted(e, url),
+            Target::Stdio { .. } => e,
+        })?;
     let result = capture_lists(&session, target, &label, timeout, progress).await;
     let Session { service, child, .. } = session;
     let _ = service.cancel().await;
     if let Some(c) = child {
         c.stop().await;
     }
-    result
+    // Every error, whichever layer wrote it (reqwest names the full URL in
+    // its own), is shown without the URL's query or credentials.
+    match target {
+        Target::Http { url, .. } => result.map_err(|e| redacted(e, url)),
+        Target::Stdio { .. } => result,
+    }
 }
 
 async fn capture_lists(
@@ -1585,6 +1609,26 @@ pub async fn run(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn redaction_covers_every_spelling_of_the_url() {
+        let url = Url::parse("http://u:pw-1@mcp.example/mcp?api_key=k-2#f-3").unwrap();
+        for text in [
+            "error sending request for url (http://u:pw-1@mcp.example/mcp?api_key=k-2#f-3)",
+            // reqwest names the URL without its credentials.
+            "error sending request for url (http://mcp.example/mcp?api_key=k-2#f-3)",
+            "odd: api_key=k-2 and pw-1",
+        ] {
+            let out = redact(text, &url);
+            for secret in ["pw-1", "k-2", "f-3"] {
+                assert!(!out.contains(secret), "{out}");
+            }
+        }
+        assert_eq!(
+            redact("for url (http://mcp.example/mcp?api_key=k-2#f-3)", &url),
+            "for url (http://mcp.example/mcp)"
+        );
+    }
 
     #[test]
     fn headers_are_checked_and_never_shown() {

@@ -632,6 +632,76 @@ async fn capture_failures_have_their_exit_codes() {
     r.expect(2);
 }
 
+/// A TCP proxy in front of `upstream` that passes everything through until a
+/// request carries `needle`, then drops that connection: a server that
+/// fails in the middle of the listing, after a good handshake.
+async fn failing_proxy(upstream: std::net::SocketAddr, needle: &'static [u8]) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((client, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let Ok(server) = tokio::net::TcpStream::connect(upstream).await else {
+                    return;
+                };
+                let (mut cr, mut cw) = client.into_split();
+                let (mut sr, mut sw) = server.into_split();
+                let back = tokio::spawn(async move {
+                    let _ = tokio::io::copy(&mut sr, &mut cw).await;
+                });
+                let mut buf = vec![0u8; 64 * 1024];
+                let mut tail: Vec<u8> = Vec::new();
+                loop {
+                    let n = match cr.read(&mut buf).await {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => n,
+                    };
+                    tail.extend_from_slice(&buf[..n]);
+                    if tail.windows(needle.len()).any(|w| w == needle) {
+                        // Both halves dropped: the client sees the
+                        // connection close without an answer.
+                        back.abort();
+                        return;
+                    }
+                    let keep = tail.len().saturating_sub(needle.len());
+                    tail.drain(..keep);
+                    if sw.write_all(&buf[..n]).await.is_err() {
+                        break;
+                    }
+                }
+                back.abort();
+            });
+        }
+    });
+    format!("http://{addr}/mcp")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failure_while_listing_never_shows_the_urls_secrets() {
+    let p = Published::new().await;
+    let base = failing_proxy(p.up.addr(), b"tools/list").await;
+    let url = format!("{base}?api_key=q-secret-4711")
+        .replace("http://", "http://user:pw-secret-0815@");
+    let with_token = [("SIGNET_TOKEN", p.reader())];
+    let with_token: Vec<(&str, &str)> = with_token.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let capture = signet(&["capture", &url], &[]).await;
+    let verify = p.verify_against(NAME, &url, &[], &with_token).await;
+    for (cmd, r) in [("capture", capture), ("verify", verify)] {
+        // The handshake passed; the listing failed.
+        r.expect(3);
+        assert!(r.stderr.contains("tools/list"), "{cmd}: {}", r.stderr);
+        assert!(r.stderr.contains(&base), "{cmd}: {}", r.stderr);
+        for secret in ["q-secret-4711", "pw-secret-0815", "api_key"] {
+            assert!(
+                !r.stderr.contains(secret) && !r.stdout.contains(secret),
+                "{cmd}: {secret} shown: {}",
+                r.stderr
+            );
+        }
+    }
+}
+
 // --------------------------------------------------- TypeScript SDK peer
 
 struct TsPeer {
