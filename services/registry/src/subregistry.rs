@@ -276,8 +276,14 @@ async fn list_latest(
     Ok(Page { entries, next })
 }
 
-/// Every visible version of one server (deleted ones only with
-/// `include_deleted`), newest first; empty when the server shows nothing.
+/// How many versions of one server the versions listing shows at most: the
+/// newest ones. Every version stays readable by its exact number.
+pub const MAX_VERSIONS_LISTED: usize = 1_000;
+
+/// The visible versions of one server (deleted ones only with
+/// `include_deleted`), newest first, at most [`MAX_VERSIONS_LISTED`];
+/// empty when the server shows nothing. Only the metadata of every version
+/// is read (to find `latest`); documents are rendered for the listed ones.
 pub async fn versions_of(
     st: &RegistryState,
     tenant: &TenantId,
@@ -307,6 +313,7 @@ pub async fn versions_of(
         })
         .collect();
     entries.sort_by(|a, b| newest_first(&a.meta.version, &b.meta.version));
+    entries.truncate(MAX_VERSIONS_LISTED);
     Ok(entries)
 }
 

@@ -688,6 +688,46 @@ async fn versions_statuses_and_signet_meta() {
     assert_eq!(list["servers"], json!([]));
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_versions_listing_shows_the_newest_1000() {
+    let app = TestApp::new().await;
+    put_policy(
+        &app,
+        json!({"enforcement_mode": "strict", "approval_required": false}),
+    )
+    .await;
+    let cap = signet_registry::subregistry::MAX_VERSIONS_LISTED;
+    assert_eq!(cap, 1000);
+    for i in 0..cap + 3 {
+        publish(&app, &card(SERVER, &format!("1.0.{i}"))).await;
+    }
+    let s = enc(SERVER);
+    let r = app
+        .send(
+            "GET",
+            &v01(&app, &format!("/servers/{s}/versions")),
+            Some(&reader(&app)),
+            None,
+        )
+        .await;
+    assert_eq!(r.status, 200);
+    let list: Value = serde_json::from_slice(&r.bytes).unwrap();
+    let versions: Vec<String> = names_versions(&list).into_iter().map(|(_, v)| v).collect();
+    assert_eq!(versions.len(), cap);
+    assert_eq!(versions[0], format!("1.0.{}", cap + 2));
+    assert_eq!(versions[cap - 1], "1.0.3");
+    // The oldest, no longer listed, is still readable by its number.
+    let r = app
+        .send(
+            "GET",
+            &v01(&app, &format!("/servers/{s}/versions/1.0.0")),
+            Some(&reader(&app)),
+            None,
+        )
+        .await;
+    assert_eq!(r.status, 200);
+}
+
 #[tokio::test]
 async fn conditional_reads_answer_304_until_something_changes() {
     let official = Official::load();

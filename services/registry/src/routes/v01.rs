@@ -443,8 +443,9 @@ pub async fn list_subregistry_servers(
 /// `reader` or `admin`).
 ///
 /// The official `GET /v0.1/servers/{serverName}/versions`; deleted
-/// (revoked) versions only with `include_deleted`. A server with nothing
-/// to show is `404`.
+/// (revoked) versions only with `include_deleted`. At most the 1,000
+/// newest versions are listed; older ones stay readable by their exact
+/// version. A server with nothing to show is `404`.
 #[utoipa::path(
     get,
     path = "/t/{tenant}/v0.1/servers/{serverName}/versions",
