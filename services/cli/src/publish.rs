@@ -635,30 +635,36 @@ async fn wait_approved(
         }
         tokio::time::sleep(pause.min(deadline - now)).await;
         pause = pause.mul_f32(1.5).min(POLL_MAX);
-        let mut refreshed = false;
-        let reply = loop {
-            let url =
-                session
-                    .remote
-                    .tenant_url(&["servers", &rec.server, "versions", &rec.version]);
-            let mut headers = HeaderMap::new();
-            if let Some(tag) = &etag {
-                headers.insert(IF_NONE_MATCH, tag.clone());
-            }
-            let reply = match send(&session.remote, Method::GET, &url, None, headers, err).await {
-                Ok(reply) => reply,
-                Err(o) => return o,
-            };
-            // An Actions ID token lives minutes: ask for a fresh one, once.
-            if reply.status == StatusCode::UNAUTHORIZED && !refreshed {
-                refreshed = true;
-                match session.refresh().await {
-                    Ok(true) => continue,
-                    Ok(false) => {}
-                    Err(o) => return o,
+        // One poll, with its retries and a token refresh, ends at the
+        // deadline too: a Signet that stalls must not stretch `--timeout`
+        // by the retries' worth of request timeouts.
+        let poll = async {
+            let mut refreshed = false;
+            loop {
+                let url =
+                    session
+                        .remote
+                        .tenant_url(&["servers", &rec.server, "versions", &rec.version]);
+                let mut headers = HeaderMap::new();
+                if let Some(tag) = &etag {
+                    headers.insert(IF_NONE_MATCH, tag.clone());
                 }
+                let reply =
+                    send(&session.remote, Method::GET, &url, None, headers, &mut *err).await?;
+                // An Actions ID token lives minutes: ask for a fresh one, once.
+                if reply.status == StatusCode::UNAUTHORIZED && !refreshed {
+                    refreshed = true;
+                    if session.refresh().await? {
+                        continue;
+                    }
+                }
+                break Ok::<Reply, Outcome>(reply);
             }
-            break reply;
+        };
+        let reply = match tokio::time::timeout_at(deadline.into(), poll).await {
+            Ok(Ok(reply)) => reply,
+            Ok(Err(o)) => return o,
+            Err(_) => return Outcome::TimedOut(rec, timeout),
         };
         match reply.status {
             StatusCode::NOT_MODIFIED => {}

@@ -681,8 +681,8 @@ async fn failing_proxy(upstream: std::net::SocketAddr, needle: &'static [u8]) ->
 async fn a_failure_while_listing_never_shows_the_urls_secrets() {
     let p = Published::new().await;
     let base = failing_proxy(p.up.addr(), b"tools/list").await;
-    let url = format!("{base}?api_key=q-secret-4711")
-        .replace("http://", "http://user:pw-secret-0815@");
+    let url =
+        format!("{base}?api_key=q-secret-4711").replace("http://", "http://user:pw-secret-0815@");
     let with_token = [("SIGNET_TOKEN", p.reader())];
     let with_token: Vec<(&str, &str)> = with_token.iter().map(|(k, v)| (*k, v.as_str())).collect();
     let capture = signet(&["capture", &url], &[]).await;

@@ -431,6 +431,63 @@ async fn unreachable_after_bounded_retries() {
     );
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stalling_signet_cannot_stretch_the_wait_past_its_timeout() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = card_file(dir.path(), "1.0.0", "Files in an Acme workspace");
+    // Publishing succeeds (pending); every poll then hangs, far longer than
+    // the request timeout and its retries together.
+    let polls = Arc::new(AtomicUsize::new(0));
+    let p = polls.clone();
+    let (l, base) = listen().await;
+    serve_on(
+        l,
+        axum::Router::new().fallback(move |method: axum::http::Method| {
+            let p = p.clone();
+            async move {
+                if method == axum::http::Method::PUT {
+                    return (
+                        StatusCode::CREATED,
+                        [("content-type", "application/json")],
+                        json!({"server": SERVER, "version": "1.0.0", "digest": "sha256:00",
+                               "status": "pending"})
+                        .to_string(),
+                    );
+                }
+                p.fetch_add(1, Ordering::SeqCst);
+                tokio::time::sleep(Duration::from_secs(600)).await;
+                (
+                    StatusCode::OK,
+                    [("content-type", "application/json")],
+                    String::new(),
+                )
+            }
+        }),
+    );
+    let started = std::time::Instant::now();
+    let run = publish(
+        &base,
+        "acme",
+        &file,
+        Some("t"),
+        &["--wait-approved", "--timeout", "3s"],
+    )
+    .await;
+    let took = started.elapsed();
+    assert_code(&run, 8);
+    assert!(
+        run.lines().iter().any(|l| l.starts_with("timeout ")),
+        "{}",
+        run.stdout
+    );
+    assert!(polls.load(Ordering::SeqCst) >= 1, "a poll was sent");
+    assert!(
+        took < Duration::from_secs(8),
+        "--timeout 3s ended after {took:?}\n{}",
+        run.stderr
+    );
+}
+
 /// Starts `publish --wait-approved` in the background and returns once it
 /// says it is waiting; the child and its stderr so far.
 async fn start_waiting(
