@@ -92,6 +92,11 @@ pub struct PublishArgs {
     /// configuration [default: the --server URL].
     #[arg(long, value_name = "AUD", requires = "github_oidc")]
     pub audience: Option<String>,
+    /// Allow a plain http:// --server that is not this machine (the token
+    /// then crosses the network unencrypted). Loopback http is always
+    /// allowed.
+    #[arg(long)]
+    pub insecure_http: bool,
     /// After publishing, wait until the version is approved.
     #[arg(long)]
     pub wait_approved: bool,
@@ -280,6 +285,7 @@ struct Session {
     creds: Credentials,
     remote: Remote,
     server: String,
+    insecure_http: bool,
 }
 
 impl Session {
@@ -301,12 +307,19 @@ impl Session {
             )
         };
         let token = Self::token(&creds).await?;
-        let remote = Remote::new(&args.server, &args.tenant, Some(token), REQUEST_TIMEOUT)
-            .map_err(|e| Outcome::Other(e.to_string()))?;
+        let remote = Remote::new(
+            &args.server,
+            &args.tenant,
+            Some(token),
+            REQUEST_TIMEOUT,
+            args.insecure_http,
+        )
+        .map_err(|e| Outcome::Other(e.to_string()))?;
         Ok(Session {
             creds,
             remote,
             server: args.server.clone(),
+            insecure_http: args.insecure_http,
         })
     }
 
@@ -332,6 +345,7 @@ impl Session {
             self.remote.tenant(),
             Some(token),
             REQUEST_TIMEOUT,
+            self.insecure_http,
         )
         .map_err(|e| Outcome::Other(e.to_string()))?;
         Ok(true)
@@ -429,8 +443,14 @@ async fn publish(
         Err(invalid) => return Ok((invalid, None)),
     };
     // Check the URL before any credential is requested.
-    Remote::new(&args.server, &args.tenant, None, REQUEST_TIMEOUT)
-        .map_err(|e| Usage(e.to_string()))?;
+    Remote::new(
+        &args.server,
+        &args.tenant,
+        None,
+        REQUEST_TIMEOUT,
+        args.insecure_http,
+    )
+    .map_err(|e| Usage(e.to_string()))?;
     let session = match Session::open(args).await {
         Ok(s) => s,
         Err(o) => return Ok((o, None)),
@@ -555,11 +575,10 @@ async fn send(
     err: &mut dyn Write,
 ) -> Result<Reply, Outcome> {
     let policy = RetryPolicy::default();
-    let label = {
-        let mut u = url.clone();
-        u.set_query(None);
-        format!("{method} {u}")
-    };
+    let label = format!(
+        "{method} {}",
+        crate::remote::without_credentials(url.as_str())
+    );
     let outcome = retry::run(
         policy,
         || {

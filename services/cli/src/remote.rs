@@ -48,9 +48,16 @@ impl fmt::Debug for Token {
 /// Why a request to Signet did not produce an HTTP response.
 #[derive(Debug, thiserror::Error)]
 pub enum RemoteError {
-    /// The server URL is not an absolute http(s) URL.
+    /// The server URL is not an absolute http(s) URL (shown without any
+    /// `user:password@`).
     #[error("server URL {0:?} is not an absolute http:// or https:// URL")]
     BadUrl(String),
+    /// A plain `http://` URL to a host that is not this machine: the token
+    /// would cross the network in clear.
+    #[error(
+        "server URL {0:?} is plain http:// to a host other than this machine: the token would cross the network unencrypted; use https://, or pass --insecure-http if you really mean it"
+    )]
+    InsecureHttp(String),
     /// The environment variable that should hold the token is unset or empty.
     #[error("no token: environment variable {0} is unset or empty")]
     NoToken(String),
@@ -116,16 +123,23 @@ pub struct Remote {
 impl Remote {
     /// A client for `base` (e.g. `https://signet.example`) acting in
     /// `tenant`. Redirects are not followed (a redirect would carry the
-    /// token elsewhere); every request is bounded by `timeout`.
+    /// token elsewhere); every request is bounded by `timeout`. Plain
+    /// `http://` is accepted only to a loopback host (`localhost`,
+    /// `127.0.0.0/8`, `::1`) unless `insecure_http` is set.
     pub fn new(
         base: &str,
         tenant: &str,
         token: Option<Token>,
         timeout: Duration,
+        insecure_http: bool,
     ) -> Result<Remote, RemoteError> {
-        let mut url = Url::parse(base).map_err(|_| RemoteError::BadUrl(base.to_owned()))?;
+        let mut url =
+            Url::parse(base).map_err(|_| RemoteError::BadUrl(without_credentials(base)))?;
         if !matches!(url.scheme(), "http" | "https") || url.cannot_be_a_base() {
-            return Err(RemoteError::BadUrl(base.to_owned()));
+            return Err(RemoteError::BadUrl(without_credentials(base)));
+        }
+        if url.scheme() == "http" && !insecure_http && !is_loopback(&url) {
+            return Err(RemoteError::InsecureHttp(without_credentials(base)));
         }
         if !url.path().ends_with('/') {
             let p = format!("{}/", url.path());
@@ -138,8 +152,8 @@ impl Remote {
             .user_agent(concat!("signet-cli/", env!("CARGO_PKG_VERSION")))
             .build()
             .map_err(|e| RemoteError::Unreachable {
-                url: base.to_owned(),
-                reason: e.to_string(),
+                url: without_credentials(base),
+                reason: one_line(&e.without_url()),
             })?;
         Ok(Remote {
             http,
@@ -192,6 +206,8 @@ impl Remote {
         let unreachable = |e: reqwest::Error| {
             let mut shown = url.clone();
             shown.set_query(None);
+            let _ = shown.set_username("");
+            let _ = shown.set_password(None);
             RemoteError::Unreachable {
                 url: shown.to_string(),
                 reason: one_line(&e.without_url()),
@@ -206,6 +222,35 @@ impl Remote {
             headers,
             body,
         })
+    }
+}
+
+/// Whether `url`'s host is this machine: `localhost` or a loopback address.
+fn is_loopback(url: &Url) -> bool {
+    match url.host() {
+        Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        None => false,
+    }
+}
+
+/// `text` for an error message: a URL without its `user:password@` and
+/// query; anything else that looks like it carries credentials is cut at
+/// the `@`.
+pub(crate) fn without_credentials(text: &str) -> String {
+    match Url::parse(text) {
+        Ok(mut u) if u.has_host() => {
+            let _ = u.set_username("");
+            let _ = u.set_password(None);
+            u.set_query(None);
+            u.set_fragment(None);
+            u.to_string()
+        }
+        _ => match (text.find("://"), text.rfind('@')) {
+            (Some(s), Some(at)) if at > s => format!("{}://{}", &text[..s], &text[at + 1..]),
+            _ => text.to_owned(),
+        },
     }
 }
 
@@ -235,6 +280,7 @@ mod tests {
             "acme",
             None,
             Duration::from_secs(1),
+            false,
         )
         .unwrap();
         let u = r.tenant_url(&["servers", "io.github.acme/files", "versions", "1.0.0"]);
@@ -248,10 +294,102 @@ mod tests {
     fn only_http_urls_are_servers() {
         for bad in ["ftp://x", "not a url", "mailto:a@b", "/relative"] {
             assert!(matches!(
-                Remote::new(bad, "t", None, Duration::from_secs(1)),
+                Remote::new(bad, "t", None, Duration::from_secs(1), true),
                 Err(RemoteError::BadUrl(_))
             ));
         }
+    }
+
+    #[test]
+    fn plain_http_only_to_this_machine_unless_insecure() {
+        let new =
+            |u: &str, insecure: bool| Remote::new(u, "t", None, Duration::from_secs(1), insecure);
+        for ok in [
+            "http://127.0.0.1:8080",
+            "http://127.1.2.3/",
+            "http://localhost:8080",
+            "http://LOCALHOST",
+            "http://[::1]:8080",
+            "https://signet.example",
+        ] {
+            assert!(new(ok, false).is_ok(), "{ok}");
+        }
+        for remote in [
+            "http://signet.example",
+            "http://10.0.0.5:8080",
+            "http://[2001:db8::1]/",
+            "http://localhost.evil.example",
+        ] {
+            let e = new(remote, false).unwrap_err();
+            assert!(matches!(e, RemoteError::InsecureHttp(_)), "{remote}: {e}");
+            assert!(e.to_string().contains("--insecure-http"), "{e}");
+            assert!(new(remote, true).is_ok(), "{remote}");
+        }
+    }
+
+    #[test]
+    fn credentials_in_urls_are_never_shown() {
+        let e = Remote::new(
+            "http://alice:pw-secret@signet.example/?k=q-secret",
+            "t",
+            None,
+            Duration::from_secs(1),
+            false,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            !e.contains("pw-secret") && !e.contains("alice") && !e.contains("q-secret"),
+            "{e}"
+        );
+        assert!(e.contains("http://signet.example/"), "{e}");
+        let e = Remote::new(
+            "ftp://alice:pw-secret@x/",
+            "t",
+            None,
+            Duration::from_secs(1),
+            true,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(!e.contains("pw-secret"), "{e}");
+        let e = Remote::new(
+            "bad://alice:pw-secret@ x",
+            "t",
+            None,
+            Duration::from_secs(1),
+            true,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(!e.contains("pw-secret"), "{e}");
+    }
+
+    #[tokio::test]
+    async fn unreachable_errors_name_the_url_without_credentials() {
+        let closed = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap();
+        let r = Remote::new(
+            &format!("http://alice:pw-secret@{closed}/"),
+            "t",
+            None,
+            Duration::from_secs(2),
+            false,
+        )
+        .unwrap();
+        let url = r.tenant_url(&["servers"]);
+        let e = r
+            .send(Method::GET, url, None, HeaderMap::new())
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(!e.contains("pw-secret") && !e.contains("alice"), "{e}");
+        assert!(
+            e.contains(&format!("http://{closed}/v1/tenants/t/servers")),
+            "{e}"
+        );
     }
 
     #[test]
@@ -259,7 +397,14 @@ mod tests {
         let t = Token::new(" secret-value\n").unwrap();
         assert_eq!(t.expose(), "secret-value");
         assert!(!format!("{t:?}").contains("secret"));
-        let r = Remote::new("http://127.0.0.1:1", "t", Some(t), Duration::from_secs(1)).unwrap();
+        let r = Remote::new(
+            "http://127.0.0.1:1",
+            "t",
+            Some(t),
+            Duration::from_secs(1),
+            false,
+        )
+        .unwrap();
         assert!(!format!("{r:?}").contains("secret-value"));
         assert!(Token::new("  \n").is_none());
     }

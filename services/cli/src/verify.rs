@@ -102,6 +102,11 @@ pub struct VerifyArgs {
     /// Audience of the OIDC token [default: the --server URL].
     #[arg(long, value_name = "AUD", requires = "github_oidc")]
     pub audience: Option<String>,
+    /// Allow a plain http:// --server that is not this machine (the token
+    /// then crosses the network unencrypted). Loopback http is always
+    /// allowed.
+    #[arg(long)]
+    pub insecure_http: bool,
     /// Seconds to wait for Signet and for the MCP server.
     #[arg(long, value_name = "SECS", default_value_t = 30)]
     pub timeout: u64,
@@ -142,7 +147,9 @@ fn refused(reply: &Reply, what: &str) -> Stop {
 
 fn unreachable(e: RemoteError) -> Stop {
     match e {
-        RemoteError::BadUrl(_) => Stop(exit::USAGE, format!("--server: {e}")),
+        RemoteError::BadUrl(_) | RemoteError::InsecureHttp(_) => {
+            Stop(exit::USAGE, format!("--server: {e}"))
+        }
         RemoteError::NoToken(_) => Stop(exit::UNAUTHORIZED, e.to_string()),
         RemoteError::Unreachable { .. } => Stop(exit::SIGNET_UNREACHABLE, format!("Signet: {e}")),
     }
@@ -347,6 +354,15 @@ async fn verify(args: VerifyArgs, progress: &mut Progress<'_>) -> Result<(i32, V
     }
     .map_err(usage)?;
     let timeout = Duration::from_secs(args.timeout);
+    // Check the URL before any credential is requested.
+    Remote::new(
+        &args.server,
+        &args.tenant,
+        None,
+        timeout,
+        args.insecure_http,
+    )
+    .map_err(unreachable)?;
     let token = if args.github_oidc {
         let audience = args
             .audience
@@ -361,8 +377,14 @@ async fn verify(args: VerifyArgs, progress: &mut Progress<'_>) -> Result<(i32, V
     } else {
         Token::from_env(&args.token_env).map_err(unreachable)?
     };
-    let remote =
-        Remote::new(&args.server, &args.tenant, Some(token), timeout).map_err(unreachable)?;
+    let remote = Remote::new(
+        &args.server,
+        &args.tenant,
+        Some(token),
+        timeout,
+        args.insecure_http,
+    )
+    .map_err(unreachable)?;
     let record = progress
         .run(
             &format!("verify: reading {} {} from Signet", args.name, args.version),

@@ -432,6 +432,48 @@ async fn unreachable_after_bounded_retries() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plain_http_to_another_host_needs_insecure_http() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = card_file(dir.path(), "1.0.0", "Files in an Acme workspace");
+    let server = "http://ci:pw-secret@signet.example";
+    let verify = |extra: &'static [&'static str]| {
+        let mut args = vec![
+            "verify",
+            "--server",
+            server,
+            "--tenant",
+            "acme",
+            "--name",
+            SERVER,
+            "--against",
+            "http://127.0.0.1:1/mcp",
+        ];
+        args.extend_from_slice(extra);
+        args
+    };
+    // Refused before any token is looked for: usage, exit 2, and the
+    // password is not repeated.
+    for run in [
+        publish(server, "acme", &file, Some("t"), &[]).await,
+        signet(&verify(&[]), &[("SIGNET_TOKEN", "t")]).await,
+    ] {
+        assert_code(&run, 2);
+        let text = format!("{}{}", run.stdout, run.stderr);
+        assert!(text.contains("--insecure-http"), "{text}");
+        assert!(text.contains("http://signet.example"), "{text}");
+        assert!(!text.contains("pw-secret"), "{text}");
+    }
+    // With the flag the URL is accepted: the run goes on to the token,
+    // which is missing here (exit 5), with no network needed.
+    for run in [
+        publish(server, "acme", &file, None, &["--insecure-http"]).await,
+        signet(&verify(&["--insecure-http"]), &[]).await,
+    ] {
+        assert_code(&run, 5);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stalling_signet_cannot_stretch_the_wait_past_its_timeout() {
     let dir = tempfile::tempdir().unwrap();
     let file = card_file(dir.path(), "1.0.0", "Files in an Acme workspace");
