@@ -55,9 +55,10 @@ pub const EXIT_CODES: &str = "\
 Exit codes:
   0  created, or identical content already published (with --wait-approved: approved)
   1  unexpected answer (e.g. the server does not run the registry)
-  2  usage: bad flags, unreadable file, not JSON
+  2  usage: bad flags, unreadable file, not JSON, plain http:// to another
+     host without --insecure-http
   3  conflict: the version exists with other content (both digests shown)
-  4  invalid card (every error shown with its JSON pointer)
+  4  invalid card (every error shown with its JSON pointer; 422, 400, 413)
   5  unauthorised: no token, token refused (401/403), or tenant not visible to it (404)
   6  unreachable: transport failure, or 408/429/5xx after retries
   7  not approved: rejected, revoked or deprecated while waiting (--wait-approved)
