@@ -1185,5 +1185,50 @@ fn documented_claim_rules_load() {
             ),
             "{doc}: no claim rules in\n{body}"
         );
+        // What the documented rules grant the example workflow's jobs: the
+        // job bound to the signet-publish environment publishes; the same
+        // workflow's other jobs (verify runs the server under test) only
+        // read; another repository of the same owner name gets nothing.
+        let granted = |extra: Value| -> Option<Vec<signet_http::auth::Role>> {
+            let mut claims = json!({
+                "sub": "repo:acme/files:ref:refs/tags/v1.2.0",
+                "repository": "acme/files", "repository_id": "123456789",
+                "repository_owner": "acme", "repository_owner_id": "4242",
+                "job_workflow_ref": "acme/files/.github/workflows/signet.yml@refs/tags/v1.2.0",
+                "ref": "refs/tags/v1.2.0",
+            });
+            for (k, v) in extra.as_object().unwrap() {
+                claims[k] = v.clone();
+            }
+            let claims = claims.as_object().unwrap();
+            issuers.iter().find_map(|i| match &i.mapping {
+                signet_http::auth::ClaimMapping::Rules(rules) => rules
+                    .iter()
+                    .find(|r| r.matches(claims))
+                    .map(|r| r.roles().to_vec()),
+                _ => None,
+            })
+        };
+        use signet_http::auth::Role;
+        assert_eq!(
+            granted(json!({"environment": "signet-publish",
+                           "sub": "repo:acme/files:environment:signet-publish"})),
+            Some(vec![Role::Publisher]),
+            "{doc}"
+        );
+        assert_eq!(granted(json!({})), Some(vec![Role::Reader]), "{doc}");
+        assert_eq!(
+            granted(json!({"environment": "prod"})),
+            Some(vec![Role::Reader]),
+            "{doc}"
+        );
+        assert_eq!(
+            granted(
+                json!({"environment": "signet-publish", "repository_owner_id": "666",
+                           "repository_id": "777"})
+            ),
+            None,
+            "{doc}: a re-registered owner name"
+        );
     }
 }
