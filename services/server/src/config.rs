@@ -130,8 +130,8 @@ pub struct AuthConfig {
 }
 
 /// One trusted issuer. Exactly one of `jwks_url`, `public_key_file`,
-/// `hs256_secret` must be set.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+/// `hs256_secret` must be set. Its `Debug` never shows the secret.
+#[derive(Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct IssuerSettings {
     /// Expected `iss`.
@@ -155,6 +155,23 @@ pub struct IssuerSettings {
     /// Empty: the token's own claims.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub rules: Vec<ClaimRuleSettings>,
+}
+
+impl std::fmt::Debug for IssuerSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("IssuerSettings")
+            .field("issuer", &self.issuer)
+            .field("audience", &self.audience)
+            .field("algorithms", &self.algorithms)
+            .field("jwks_url", &self.jwks_url)
+            .field("public_key_file", &self.public_key_file)
+            .field(
+                "hs256_secret",
+                &self.hs256_secret.as_ref().map(|_| "<redacted>"),
+            )
+            .field("rules", &self.rules)
+            .finish()
+    }
 }
 
 /// One claim-mapping rule of an issuer.
@@ -682,6 +699,23 @@ mod tests {
             rules: Vec::new(),
         });
         c
+    }
+
+    #[test]
+    fn issuer_debug_never_shows_the_hs256_secret() {
+        let mut c = Config::default();
+        c.auth.issuers.push(IssuerSettings {
+            issuer: "https://login.example.com/".into(),
+            audience: "signet".into(),
+            algorithms: vec!["HS256".into()],
+            jwks_url: None,
+            public_key_file: None,
+            hs256_secret: Some("a-very-secret-shared-key-of-32-bytes!".into()),
+            rules: Vec::new(),
+        });
+        let shown = format!("{c:?}");
+        assert!(!shown.contains("a-very-secret"), "{shown}");
+        assert!(shown.contains("<redacted>"));
     }
 
     #[test]
