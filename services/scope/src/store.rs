@@ -139,6 +139,16 @@ pub trait ScopeStore: Send + Sync + 'static {
         audit: &AuditNote,
     ) -> Result<(), ScopeStoreError>;
 
+    /// Deletes at most `limit` single-use states that expired before
+    /// `before`, in every tenant (the background purge: an expired state
+    /// can never be exchanged, and its sealed PKCE verifier should not
+    /// outlive it). Returns how many were deleted.
+    async fn purge_expired_states(
+        &self,
+        before: Timestamp,
+        limit: u32,
+    ) -> Result<u64, ScopeStoreError>;
+
     /// A page of grants ordered by id (oldest first), after `after`.
     async fn grants(
         &self,

@@ -182,3 +182,35 @@ pub fn scope_state(
     )
     .map_err(anyhow::Error::msg)
 }
+
+/// Deletes expired single-use grant states in the background, a batch at a
+/// time, every `every` (a state lives 10 minutes; an expired one is refused
+/// at exchange whether or not it has been purged yet).
+pub fn spawn_state_purge(store: &Store, every: std::time::Duration) -> tokio::task::JoinHandle<()> {
+    let scope = store.scope();
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(every);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tick.tick().await;
+            loop {
+                match scope
+                    .purge_expired_states(signet_scope::state::now(), 1000)
+                    .await
+                {
+                    Ok(1000) => continue,
+                    Ok(n) => {
+                        if n > 0 {
+                            tracing::info!(states = n, "purged expired grant states");
+                        }
+                        break;
+                    }
+                    Err(e) => {
+                        tracing::warn!(error = %e, "purging expired grant states failed; retrying later");
+                        break;
+                    }
+                }
+            }
+        }
+    })
+}

@@ -181,6 +181,7 @@ pub async fn start(cfg: Config, listener: Option<TcpListener>) -> anyhow::Result
     let resolve = crate::resolve_wiring::resolve_state(&store, &registry, &cfg.resolve);
     crate::resolve_wiring::spawn_change_listener(&store, &registry, &resolve);
     let purge = crate::resolve_wiring::spawn_session_purge(&store, Duration::from_secs(600));
+    let purge_states = crate::scope_wiring::spawn_state_purge(&store, Duration::from_secs(600));
     let ctx = AppContext {
         tenants: store.tenants(),
         registry,
@@ -242,6 +243,7 @@ pub async fn start(cfg: Config, listener: Option<TcpListener>) -> anyhow::Result
             }
         };
         purge.abort();
+        purge_states.abort();
         store.close().await;
         result
     });

@@ -1,7 +1,7 @@
 //! The scope service's store on PostgreSQL.
 
 use async_trait::async_trait;
-use signet_core::ids::TenantId;
+use signet_core::ids::{TenantId, Timestamp};
 use signet_scope::{
     AuditNote, Expect, GrantOutcome, GrantRow, ProviderRow, ProviderWrite, ScopeStore,
     ScopeStoreError, StateRow,
@@ -244,6 +244,26 @@ impl ScopeStore for PgStore {
         .map_err(serr)?;
         tx.commit().await.map_err(serr)?;
         Ok(row.map(StateRow::from))
+    }
+
+    async fn purge_expired_states(
+        &self,
+        before: Timestamp,
+        limit: u32,
+    ) -> Result<u64, ScopeStoreError> {
+        let mut tx = self.pool.begin().await.map_err(serr)?;
+        let n = sqlx::query(
+            "DELETE FROM scope_grant_states WHERE (tenant_id, grant_id) IN
+                (SELECT tenant_id, grant_id FROM scope_grant_states WHERE expires_at < $1 LIMIT $2)",
+        )
+        .bind(before.millis())
+        .bind(i64::from(limit))
+        .execute(&mut *tx)
+        .await
+        .map_err(serr)?
+        .rows_affected();
+        tx.commit().await.map_err(serr)?;
+        Ok(n)
     }
 
     async fn finish_grant(

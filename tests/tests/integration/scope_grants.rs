@@ -868,3 +868,81 @@ async fn an_expired_state_is_refused_and_nothing_is_exchanged() {
     assert_eq!(ledger["items"][0]["status"], "failed");
     assert_eq!(ledger["items"][0]["error"], "state_expired");
 }
+
+/// The background purge deletes expired states (their sealed PKCE
+/// verifiers with them) and nothing else; an exchange of a purged state is
+/// refused like any unknown state.
+#[tokio::test]
+async fn expired_states_are_purged_and_live_ones_kept() {
+    let app = TestApp::new().await;
+    let base = serve(axum::Router::new()).await;
+    put(
+        &app,
+        "purge",
+        &profile(&format!("{base}/authorize"), &format!("{base}/token")),
+        &[],
+    )
+    .await;
+    let mut ids = Vec::new();
+    let mut states = Vec::new();
+    for _ in 0..2 {
+        let g = grant(
+            &app,
+            json!({"provider": "purge", "scopes": ["notes:read"],
+            "redirect_uri": "https://app.example/callback"}),
+        )
+        .await
+        .json();
+        states.push(query(g["authorization_url"].as_str().unwrap(), "state"));
+        ids.push(g["id"].as_str().unwrap().to_owned());
+    }
+    // The first state's time ran out long ago. A negative expiry keeps this
+    // test's purge (which spans every tenant) clear of other tests' states.
+    let count = match &app.store {
+        signet_server::store::Store::Sqlite(s) => {
+            sqlx::query(
+                "UPDATE scope_grant_states SET expires_at = -100 WHERE tenant_id = ? AND grant_id = ?",
+            )
+            .bind(app.tenant.as_str())
+            .bind(&ids[0])
+            .execute(s.pool())
+            .await
+            .unwrap();
+            "SELECT count(*) FROM scope_grant_states WHERE tenant_id = ?"
+        }
+        signet_server::store::Store::Postgres(s) => {
+            sqlx::query(
+                "UPDATE scope_grant_states SET expires_at = -100 WHERE tenant_id = $1 AND grant_id = $2",
+            )
+            .bind(app.tenant.as_str())
+            .bind(&ids[0])
+            .execute(s.pool())
+            .await
+            .unwrap();
+            "SELECT count(*) FROM scope_grant_states WHERE tenant_id = $1"
+        }
+    };
+    let left = || async {
+        match &app.store {
+            signet_server::store::Store::Sqlite(s) => sqlx::query_scalar::<_, i64>(count)
+                .bind(app.tenant.as_str())
+                .fetch_one(s.pool())
+                .await
+                .unwrap(),
+            signet_server::store::Store::Postgres(s) => sqlx::query_scalar::<_, i64>(count)
+                .bind(app.tenant.as_str())
+                .fetch_one(s.pool())
+                .await
+                .unwrap(),
+        }
+    };
+    assert_eq!(left().await, 2);
+    let scope = app.store.scope();
+    let before = signet_core::ids::Timestamp::from_millis(-50);
+    assert_eq!(scope.purge_expired_states(before, 1000).await.unwrap(), 1);
+    assert_eq!(left().await, 1, "the live state is kept");
+    assert_eq!(scope.purge_expired_states(before, 1000).await.unwrap(), 0);
+    exchange(&app, &ids[0], json!({"code": "c", "state": states[0]}))
+        .await
+        .problem(400, "invalid_state");
+}
