@@ -11,6 +11,7 @@ pub mod config;
 pub mod devkeys;
 pub mod edge;
 pub mod metrics;
+pub mod purge;
 pub mod registry_wiring;
 pub mod resolve_wiring;
 pub mod scope_wiring;

@@ -200,29 +200,12 @@ pub fn spawn_change_listener(store: &Store, registry: &RegistryState, resolve: &
 /// `every`. Ended sessions answer 410 until then; afterwards 404.
 pub fn spawn_session_purge(store: &Store, every: Duration) -> tokio::task::JoinHandle<()> {
     let sessions = store.sessions();
-    tokio::spawn(async move {
-        let mut tick = tokio::time::interval(every);
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        loop {
-            tick.tick().await;
-            loop {
-                match sessions
-                    .purge_expired(signet_resolve::state::now(), 1000)
-                    .await
-                {
-                    Ok(1000) => continue,
-                    Ok(n) => {
-                        if n > 0 {
-                            tracing::info!(sessions = n, "purged ended resolve sessions");
-                        }
-                        break;
-                    }
-                    Err(e) => {
-                        tracing::warn!(error = %e, "purging ended sessions failed; retrying later");
-                        break;
-                    }
-                }
-            }
+    crate::purge::spawn("ended resolve sessions", every, move |limit| {
+        let sessions = sessions.clone();
+        async move {
+            sessions
+                .purge_expired(signet_resolve::state::now(), limit)
+                .await
         }
     })
 }

@@ -188,29 +188,12 @@ pub fn scope_state(
 /// at exchange whether or not it has been purged yet).
 pub fn spawn_state_purge(store: &Store, every: std::time::Duration) -> tokio::task::JoinHandle<()> {
     let scope = store.scope();
-    tokio::spawn(async move {
-        let mut tick = tokio::time::interval(every);
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        loop {
-            tick.tick().await;
-            loop {
-                match scope
-                    .purge_expired_states(signet_scope::state::now(), 1000)
-                    .await
-                {
-                    Ok(1000) => continue,
-                    Ok(n) => {
-                        if n > 0 {
-                            tracing::info!(states = n, "purged expired grant states");
-                        }
-                        break;
-                    }
-                    Err(e) => {
-                        tracing::warn!(error = %e, "purging expired grant states failed; retrying later");
-                        break;
-                    }
-                }
-            }
+    crate::purge::spawn("expired grant states", every, move |limit| {
+        let scope = scope.clone();
+        async move {
+            scope
+                .purge_expired_states(signet_scope::state::now(), limit)
+                .await
         }
     })
 }
