@@ -161,12 +161,16 @@ pub trait RegistryStore: Send + Sync + 'static {
 
     /// The keys of up to `limit` servers after `after` (exclusive, byte
     /// order) that have an approved version, whose key contains `search`
-    /// (case-insensitive literal substring) if given; ordered by key.
+    /// (case-insensitive literal substring) if given, and, given
+    /// `changed_after`, whose approved versions include one whose status
+    /// changed after it (so `updated_since` never walks servers nothing
+    /// happened to); ordered by key.
     async fn servers_with_approved(
         &self,
         tenant: &TenantId,
         after: &str,
         search: Option<&str>,
+        changed_after: Option<Timestamp>,
         limit: u32,
     ) -> Result<Vec<String>, RegistryStoreError>;
 

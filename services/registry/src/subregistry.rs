@@ -228,7 +228,13 @@ async fn list_latest(
     while entries.len() < want {
         let batch = st
             .store
-            .servers_with_approved(tenant, &after, req.search.as_deref(), want as u32)
+            .servers_with_approved(
+                tenant,
+                &after,
+                req.search.as_deref(),
+                req.updated_since,
+                want as u32,
+            )
             .await
             .map_err(store_error)?;
         let Some(last) = batch.last().cloned() else {

@@ -1,7 +1,7 @@
 //! The registry store on PostgreSQL.
 
 use async_trait::async_trait;
-use signet_core::ids::TenantId;
+use signet_core::ids::{TenantId, Timestamp};
 use signet_registry::model::{
     ListedVersion, NewVersion, PublishOutcome, Review, ServerRow, Status, StatusChange, StoredKey,
     StoredVersion, VersionMeta,
@@ -390,6 +390,7 @@ impl RegistryStore for PgStore {
         tenant: &TenantId,
         after: &str,
         search: Option<&str>,
+        changed_after: Option<Timestamp>,
         limit: u32,
     ) -> Result<Vec<String>, RegistryStoreError> {
         let pattern = search.map(like_pattern);
@@ -397,11 +398,13 @@ impl RegistryStore for PgStore {
             "SELECT DISTINCT server FROM version_status
              WHERE tenant_id = $1 AND status = 'approved' AND server > $2
                AND ($3::text IS NULL OR server LIKE $3 ESCAPE '\\')
-             ORDER BY server LIMIT $4",
+               AND ($4::bigint IS NULL OR status_changed_at > $4)
+             ORDER BY server LIMIT $5",
         )
         .bind(tenant.as_str())
         .bind(after)
         .bind(pattern.as_deref())
+        .bind(changed_after.map(|t| t.millis()))
         .bind(i64::from(limit))
         .fetch_all(&self.pool)
         .await

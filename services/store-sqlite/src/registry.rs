@@ -1,7 +1,7 @@
 //! The registry store on SQLite.
 
 use async_trait::async_trait;
-use signet_core::ids::TenantId;
+use signet_core::ids::{TenantId, Timestamp};
 use signet_registry::model::{
     ListedVersion, NewVersion, PublishOutcome, Review, ServerRow, Status, StatusChange, StoredKey,
     StoredVersion, VersionMeta,
@@ -364,6 +364,7 @@ impl RegistryStore for SqliteStore {
         tenant: &TenantId,
         after: &str,
         search: Option<&str>,
+        changed_after: Option<Timestamp>,
         limit: u32,
     ) -> Result<Vec<String>, RegistryStoreError> {
         let pattern = search.map(like_pattern);
@@ -371,11 +372,13 @@ impl RegistryStore for SqliteStore {
             "SELECT DISTINCT server FROM version_status
              WHERE tenant_id = ?1 AND status = 'approved' AND server > ?2
                AND (?3 IS NULL OR server LIKE ?3 ESCAPE '\\')
-             ORDER BY server LIMIT ?4",
+               AND (?4 IS NULL OR status_changed_at > ?4)
+             ORDER BY server LIMIT ?5",
         )
         .bind(tenant.as_str())
         .bind(after)
         .bind(pattern.as_deref())
+        .bind(changed_after.map(|t| t.millis()))
         .bind(i64::from(limit))
         .fetch_all(&self.pool)
         .await

@@ -663,6 +663,31 @@ async fn versions_statuses_and_signet_meta() {
         names_versions(&latest_only),
         [(SERVER.to_owned(), "2.0.0-rc.1".to_owned())]
     );
+    // version=latest with updated_since: the store only walks servers
+    // with a status change after it, and the latest must itself be newer.
+    let (_, latest_changed) = read(
+        &app,
+        &official,
+        &v01(
+            &app,
+            &format!("/servers?version=latest&updated_since={since}"),
+        ),
+    )
+    .await;
+    assert_eq!(
+        names_versions(&latest_changed),
+        [(SERVER.to_owned(), "2.0.0-rc.1".to_owned())]
+    );
+    let (_, latest_none) = read(
+        &app,
+        &official,
+        &v01(
+            &app,
+            &format!("/servers?version=latest&updated_since={future}"),
+        ),
+    )
+    .await;
+    assert_eq!(latest_none["servers"], json!([]));
 
     // Revoke everything that is visible: the server shows nothing.
     set_status(&app, SERVER, "1.0.0", "revoked", "gone").await;
