@@ -202,6 +202,30 @@ impl ActionsRuntime {
     }
 }
 
+/// `--github-oidc [--audience AUD]`, shared by the commands that talk to
+/// Signet (`publish`, `verify`).
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct OidcArgs {
+    /// Authenticate with a GitHub Actions OIDC token instead of --token-env
+    /// (the job needs `permissions: id-token: write`): no long-lived secret.
+    #[arg(long, conflicts_with = "token_env")]
+    pub github_oidc: bool,
+    /// Audience of the OIDC token: the `audience` of the issuer in Signet's
+    /// configuration [default: the --server URL].
+    #[arg(long, value_name = "AUD", requires = "github_oidc")]
+    pub audience: Option<String>,
+}
+
+impl OidcArgs {
+    /// The audience to ask for: `--audience`, else the server URL without a
+    /// trailing slash.
+    pub fn audience_for(&self, server: &str) -> String {
+        self.audience
+            .clone()
+            .unwrap_or_else(|| server.trim_end_matches('/').to_owned())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -85,14 +85,9 @@ pub struct PublishArgs {
     /// Environment variable holding the bearer token.
     #[arg(long, value_name = "VAR", default_value = "SIGNET_TOKEN")]
     pub token_env: String,
-    /// Authenticate with a GitHub Actions OIDC token instead (the job needs
-    /// `permissions: id-token: write`): no long-lived secret.
-    #[arg(long, conflicts_with = "token_env")]
-    pub github_oidc: bool,
-    /// Audience of the OIDC token: the `audience` of the issuer in Signet's
-    /// configuration [default: the --server URL].
-    #[arg(long, value_name = "AUD", requires = "github_oidc")]
-    pub audience: Option<String>,
+    /// `--github-oidc [--audience AUD]`.
+    #[command(flatten)]
+    pub oidc: crate::oidc::OidcArgs,
     /// Allow a plain http:// --server that is not this machine (the token
     /// then crosses the network unencrypted). Loopback http is always
     /// allowed.
@@ -293,11 +288,8 @@ impl Session {
     /// Obtains a token (from the environment, or from the Actions runtime)
     /// and builds the client. No credential is `Unauthorised`.
     async fn open(args: &PublishArgs) -> Result<Session, Outcome> {
-        let creds = if args.github_oidc {
-            let audience = args
-                .audience
-                .clone()
-                .unwrap_or_else(|| args.server.trim_end_matches('/').to_owned());
+        let creds = if args.oidc.github_oidc {
+            let audience = args.oidc.audience_for(&args.server);
             let runtime =
                 ActionsRuntime::from_env().map_err(|e| Outcome::Unauthorised(e.to_string()))?;
             Credentials::Actions { runtime, audience }

@@ -95,13 +95,9 @@ pub struct VerifyArgs {
     /// The environment variable holding the bearer token for Signet.
     #[arg(long, value_name = "VAR", default_value = "SIGNET_TOKEN")]
     pub token_env: String,
-    /// Authenticate with a GitHub Actions OIDC token instead (the job needs
-    /// `permissions: id-token: write`), as `signet publish --github-oidc`.
-    #[arg(long, conflicts_with = "token_env")]
-    pub github_oidc: bool,
-    /// Audience of the OIDC token [default: the --server URL].
-    #[arg(long, value_name = "AUD", requires = "github_oidc")]
-    pub audience: Option<String>,
+    /// `--github-oidc [--audience AUD]`.
+    #[command(flatten)]
+    pub oidc: crate::oidc::OidcArgs,
     /// Allow a plain http:// --server that is not this machine (the token
     /// then crosses the network unencrypted). Loopback http is always
     /// allowed.
@@ -363,11 +359,8 @@ async fn verify(args: VerifyArgs, progress: &mut Progress<'_>) -> Result<(i32, V
         args.insecure_http,
     )
     .map_err(unreachable)?;
-    let token = if args.github_oidc {
-        let audience = args
-            .audience
-            .clone()
-            .unwrap_or_else(|| args.server.trim_end_matches('/').to_owned());
+    let token = if args.oidc.github_oidc {
+        let audience = args.oidc.audience_for(&args.server);
         let refused = |e: crate::oidc::OidcError| Stop(exit::UNAUTHORIZED, e.to_string());
         crate::oidc::ActionsRuntime::from_env()
             .map_err(refused)?
