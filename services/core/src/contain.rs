@@ -139,6 +139,22 @@ pub enum ViolationKind {
     UndeclaredResourceTemplate,
 }
 
+impl ViolationKind {
+    /// Every kind, in declaration order.
+    pub const ALL: [ViolationKind; 10] = [
+        ViolationKind::UndeclaredTool,
+        ViolationKind::AnnotationNotDeclared,
+        ViolationKind::InputSchemaChanged,
+        ViolationKind::OutputSchemaChanged,
+        ViolationKind::PolicyHintNotDeclared,
+        ViolationKind::SecuritySchemeNotDeclared,
+        ViolationKind::UndeclaredPrompt,
+        ViolationKind::PromptArgumentsChanged,
+        ViolationKind::UndeclaredResource,
+        ViolationKind::UndeclaredResourceTemplate,
+    ];
+}
+
 /// Machine-readable kind of a notice.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -149,6 +165,15 @@ pub enum NoticeKind {
     TitleChanged,
     /// A declared policy hint is missing from the observation.
     PolicyHintOmitted,
+}
+
+impl NoticeKind {
+    /// Every kind, in declaration order.
+    pub const ALL: [NoticeKind; 3] = [
+        NoticeKind::DescriptionChanged,
+        NoticeKind::TitleChanged,
+        NoticeKind::PolicyHintOmitted,
+    ];
 }
 
 /// One violation of the signature.

@@ -13,9 +13,20 @@ pub mod cpu;
 pub mod hot;
 pub mod pagination;
 pub mod problem;
+pub mod report;
 pub mod tenant;
 
 pub use auth::{Authenticator, Principal, Role};
 pub use body::StrictJson;
 pub use problem::{ApiError, FieldError, ProblemBody};
 pub use tenant::TenantScope;
+
+/// A JSON Schema `pattern` (unanchored, so "contains") that a text matches
+/// when it is not only white space: one character outside Rust's
+/// `char::is_whitespace`, listed explicitly so that the document and
+/// `str::trim` agree character for character (the `\s` of regular
+/// expression engines differs between languages). Schema attributes need a
+/// literal, so request types repeat it; the server's contract test checks
+/// every copy against this one.
+pub const NOT_BLANK_PATTERN: &str =
+    r"[^\t\n\u000b\u000c\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]";

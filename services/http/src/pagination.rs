@@ -17,8 +17,11 @@ pub const MAX_LIMIT: u32 = 100;
 #[derive(Debug, Clone, Default, Deserialize, IntoParams)]
 pub struct PageQuery {
     /// Page size, 1 to 100 (default 30).
+    #[param(minimum = 1, maximum = 100)]
     pub limit: Option<u32>,
-    /// The `next_cursor` of the previous page.
+    /// The `next_cursor` of the previous page (opaque; a cursor this server
+    /// did not issue is refused with `invalid_cursor`).
+    #[param(min_length = 1, max_length = 1024, pattern = "^[A-Za-z0-9_-]+$")]
     pub cursor: Option<String>,
 }
 
@@ -78,6 +81,9 @@ pub fn finish_page<T>(rows: &mut Vec<T>, limit: u32, key: impl Fn(&T) -> String)
 /// The sort key inside a cursor, or `None` when it is not one
 /// [`encode_cursor`] made.
 pub fn decode_cursor(cursor: &str) -> Option<String> {
+    if cursor.is_empty() || cursor.len() > 1024 {
+        return None;
+    }
     base64::engine::general_purpose::URL_SAFE_NO_PAD
         .decode(cursor)
         .ok()

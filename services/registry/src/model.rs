@@ -111,6 +111,7 @@ impl Action {
 #[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
 pub struct Review {
     /// `approve` or `reject`.
+    #[schema(value_type = crate::routes::Decision)]
     pub decision: String,
     /// The reviewer's note.
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -55,6 +55,8 @@ in dev mode `signet serve` prints ready-made tokens.",
         license(name = "Apache-2.0"),
     ),
     modifiers(&BearerAuth),
+    // Referenced by name from the policy overrides' hand-written map schema.
+    components(schemas(signet_tenancy::model::ServerOverride)),
     tags(
         (name = "operations", description = "Health, readiness, metrics"),
         (name = "tenants", description = "Tenants, policies and the audit log"),
@@ -190,6 +192,7 @@ pub fn openapi() -> utoipa::openapi::OpenApi {
             doc.merge(api);
         }
     }
+    crate::contract::complete(&mut doc);
     doc
 }
 

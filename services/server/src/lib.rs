@@ -8,6 +8,7 @@
 pub mod app;
 pub mod cli;
 pub mod config;
+pub mod contract;
 pub mod devkeys;
 pub mod edge;
 pub mod metrics;

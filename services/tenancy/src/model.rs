@@ -14,29 +14,8 @@ use utoipa::{PartialSchema, ToSchema};
 /// core [`Mode`], spelled `strict`, `permissive` or `advisory` on the wire.
 pub use signet_core::Mode;
 
-/// The OpenAPI schema of [`Mode`], named `EnforcementMode` in the document
-/// (the core type knows nothing of OpenAPI).
-pub struct EnforcementModeSchema;
-
-impl PartialSchema for EnforcementModeSchema {
-    fn schema() -> RefOr<Schema> {
-        ObjectBuilder::new()
-            .schema_type(Type::String)
-            .description(Some(
-                "How a tenant treats a runtime observation outside a signature\n\
-                 (SEP-2091 \"Behavioral Requirements\": clients choose how strictly to\n\
-                 enforce).",
-            ))
-            .enum_values(Some(Mode::ALL.map(Mode::as_str)))
-            .into()
-    }
-}
-
-impl ToSchema for EnforcementModeSchema {
-    fn name() -> Cow<'static, str> {
-        Cow::Borrowed("EnforcementMode")
-    }
-}
+/// The OpenAPI schema of [`Mode`], named `EnforcementMode` in the document.
+pub use signet_http::report::EnforcementModeSchema;
 
 /// Whether the resolve cache reuses a result within a session.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
@@ -64,8 +43,48 @@ pub struct ServerOverride {
     /// Per-tool hint overrides: tool name → annotation object. Deployers may
     /// override hints (policy-hints seed, "Deployer overrides").
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    #[schema(value_type = Object)]
+    #[schema(schema_with = tool_overrides_schema)]
     pub tools: BTreeMap<String, Map<String, Value>>,
+}
+
+/// The official registry's server-name rule (reverse-DNS namespace, one
+/// `/`), as a pattern; names are also 3 to 200 characters.
+pub const SERVER_NAME_PATTERN: &str = "^[a-zA-Z0-9.-]+/[a-zA-Z0-9._-]+$";
+
+/// Tool names in overrides: 1 to 128 characters of `[A-Za-z0-9_.-]`.
+pub const TOOL_NAME_PATTERN: &str = "^[A-Za-z0-9_.-]{1,128}$";
+
+fn server_overrides_schema() -> Schema {
+    ObjectBuilder::new()
+        .schema_type(Type::Object)
+        .description(Some("Server name → override."))
+        .property_names(Some(
+            ObjectBuilder::new()
+                .schema_type(Type::String)
+                .pattern(Some(SERVER_NAME_PATTERN))
+                .min_length(Some(3))
+                .max_length(Some(200)),
+        ))
+        .additional_properties(Some(utoipa::openapi::Ref::from_schema_name(
+            "ServerOverride",
+        )))
+        .into()
+}
+
+fn tool_overrides_schema() -> Schema {
+    ObjectBuilder::new()
+        .schema_type(Type::Object)
+        .description(Some(
+            "Per-tool hint overrides: tool name → annotation object. Deployers may \
+             override hints (policy-hints seed, \"Deployer overrides\").",
+        ))
+        .property_names(Some(
+            ObjectBuilder::new()
+                .schema_type(Type::String)
+                .pattern(Some(TOOL_NAME_PATTERN)),
+        ))
+        .additional_properties(Some(ObjectBuilder::new().schema_type(Type::Object)))
+        .into()
 }
 
 /// Overrides below the tenant-wide defaults.
@@ -74,6 +93,7 @@ pub struct ServerOverride {
 pub struct PolicyOverrides {
     /// Server name → override.
     #[serde(default)]
+    #[schema(schema_with = server_overrides_schema)]
     pub servers: BTreeMap<String, ServerOverride>,
 }
 
@@ -128,7 +148,7 @@ impl Default for Policy {
 }
 
 /// A stored policy with its revision (the `ETag` of the policy resource).
-#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PolicyRecord {
     /// The policy.
     #[serde(flatten)]
@@ -136,10 +156,86 @@ pub struct PolicyRecord {
     /// Increases by one with every change; send it back in `If-Match`.
     pub revision: i64,
     /// When it last changed.
-    #[schema(value_type = String, format = DateTime)]
     pub updated_at: Timestamp,
     /// Who last changed it (token `sub`).
     pub updated_by: String,
+}
+
+/// Written out rather than derived: a derived schema of the flattened
+/// [`Policy`] would be `allOf` a closed object (`additionalProperties:
+/// false`, right for the request) and the revision fields, which no value
+/// can satisfy. The response is one closed object with all six members.
+impl PartialSchema for PolicyRecord {
+    fn schema() -> RefOr<Schema> {
+        let text = || ObjectBuilder::new().schema_type(Type::String);
+        ObjectBuilder::new()
+            .schema_type(Type::Object)
+            .description(Some(
+                "A tenant's policy with its revision (the policy resource's `ETag`).",
+            ))
+            .property(
+                "enforcement_mode",
+                utoipa::openapi::Ref::from_schema_name("EnforcementMode"),
+            )
+            .property(
+                "approval_required",
+                ObjectBuilder::new()
+                    .schema_type(Type::Boolean)
+                    .description(Some(
+                        "Whether published versions wait for a reviewer's approval.",
+                    )),
+            )
+            .property(
+                "overrides",
+                utoipa::openapi::Ref::from_schema_name("PolicyOverrides"),
+            )
+            .property(
+                "revision",
+                ObjectBuilder::new()
+                    .schema_type(Type::Integer)
+                    .format(Some(utoipa::openapi::SchemaFormat::KnownFormat(
+                        utoipa::openapi::KnownFormat::Int64,
+                    )))
+                    .minimum(Some(1))
+                    .description(Some(
+                        "Increases by one with every change; send it back in `If-Match`.",
+                    )),
+            )
+            .property(
+                "updated_at",
+                text()
+                    .format(Some(utoipa::openapi::SchemaFormat::KnownFormat(
+                        utoipa::openapi::KnownFormat::DateTime,
+                    )))
+                    .description(Some("When it last changed.")),
+            )
+            .property(
+                "updated_by",
+                text().description(Some("Who last changed it (token `sub`).")),
+            )
+            .required("enforcement_mode")
+            .required("approval_required")
+            .required("overrides")
+            .required("revision")
+            .required("updated_at")
+            .required("updated_by")
+            .additional_properties(Some(
+                utoipa::openapi::schema::AdditionalProperties::FreeForm(false),
+            ))
+            .into()
+    }
+}
+
+impl ToSchema for PolicyRecord {
+    fn name() -> Cow<'static, str> {
+        Cow::Borrowed("PolicyRecord")
+    }
+
+    fn schemas(schemas: &mut Vec<(String, RefOr<Schema>)>) {
+        schemas.push(("EnforcementMode".into(), EnforcementModeSchema::schema()));
+        schemas.push(("PolicyOverrides".into(), PolicyOverrides::schema()));
+        <PolicyOverrides as ToSchema>::schemas(schemas);
+    }
 }
 
 /// A stored tenant.

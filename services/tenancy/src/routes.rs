@@ -102,8 +102,15 @@ pub fn store_error(e: StoreError) -> ApiError {
 #[schema(example = json!({"id": "acme", "name": "Acme Corp"}))]
 pub struct CreateTenant {
     /// `[a-z0-9][a-z0-9-]{1,62}`.
+    #[schema(pattern = "^[a-z0-9][a-z0-9-]{1,62}$")]
     pub id: String,
-    /// Display name, 1 to 200 characters.
+    /// Display name: 1 to 200 characters, not only white space (kept
+    /// without surrounding white space).
+    #[schema(
+        min_length = 1,
+        max_length = 200,
+        pattern = r"[^\t\n\u000b\u000c\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
+    )]
     pub name: String,
     /// Initial policy (default: permissive, approval required).
     #[serde(default)]
@@ -212,7 +219,7 @@ pub async fn create_tenant(
         }
     };
     let name = body.name.trim();
-    if name.is_empty() || name.chars().count() > 200 {
+    if name.is_empty() || body.name.chars().count() > 200 {
         errors.push(FieldError {
             pointer: "/name".into(),
             code: "invalid_name".into(),
@@ -417,8 +424,10 @@ pub async fn put_policy(
 #[serde(deny_unknown_fields)]
 pub struct AuditQuery {
     /// Page size, 1 to 100 (default 30).
+    #[param(minimum = 1, maximum = 100)]
     pub limit: Option<u32>,
     /// The `next_cursor` of the previous page.
+    #[param(min_length = 1, max_length = 1024, pattern = "^[A-Za-z0-9_-]+$")]
     pub cursor: Option<String>,
     /// Only events about this server.
     pub server: Option<String>,

@@ -60,6 +60,7 @@ pub async fn diff_versions(
 #[serde(deny_unknown_fields)]
 pub struct ModeQuery {
     /// `strict`, `permissive` or `advisory`; default: the server's policy.
+    #[param(pattern = "^(strict|permissive|advisory)$")]
     pub mode: Option<String>,
 }
 
@@ -73,6 +74,30 @@ fn parse_mode(s: &str, pointer: &str) -> Result<Mode, ApiError> {
     })
 }
 
+/// What a client observed (document form of the verify body; any member
+/// may be absent or null, and a whole `tools/list` result is accepted as it
+/// is).
+#[derive(ToSchema)]
+#[schema(as = VerifyBody)]
+#[allow(dead_code)]
+pub struct VerifyBodyDoc {
+    /// Tools as the client listed them.
+    #[schema(value_type = Option<Vec<Object>>)]
+    tools: Option<Vec<Value>>,
+    /// Prompts as the client listed them.
+    #[schema(value_type = Option<Vec<Object>>)]
+    prompts: Option<Vec<Value>>,
+    /// Resources as the client listed them.
+    #[schema(value_type = Option<Vec<Object>>)]
+    resources: Option<Vec<Value>>,
+    /// Resource templates as the client listed them.
+    #[schema(rename = "resourceTemplates", value_type = Option<Vec<Object>>)]
+    resource_templates: Option<Vec<Value>>,
+    /// Enforcement mode for this check (the `mode` query parameter wins).
+    #[schema(value_type = Option<signet_http::report::EnforcementModeSchema>, nullable = false)]
+    mode: Option<String>,
+}
+
 /// Check what a client observed against a version (any role in the tenant).
 ///
 /// Body: any of `tools`, `prompts`, `resources`, `resourceTemplates` as a
@@ -84,11 +109,11 @@ fn parse_mode(s: &str, pointer: &str) -> Result<Mode, ApiError> {
     tag = "registry",
     operation_id = "verify_version",
     params(VersionPath, ModeQuery),
-    request_body(content = Object, example = json!({"tools": [{"name": "read_file", "inputSchema": {"type": "object"},
+    request_body(content = VerifyBodyDoc, example = json!({"tools": [{"name": "read_file", "inputSchema": {"type": "object"},
         "annotations": {"readOnlyHint": true}}], "mode": "strict"})),
     security(("bearer" = [])),
     responses(
-        (status = 200, description = "`{conformant, blocking, mode, violations, notices}`", content_type = "application/json", body = Object),
+        (status = 200, description = "The containment report", content_type = "application/json", body = signet_http::report::VerifyReportDoc),
         (status = 404, description = "No such version", body = ProblemBody, content_type = "application/problem+json"),
         (status = 422, description = "Malformed observation", body = ProblemBody, content_type = "application/problem+json"),
     )

@@ -9,12 +9,15 @@ use super::*;
 #[serde(deny_unknown_fields)]
 pub struct ServerListQuery {
     /// Case-insensitive substring of name, title or description.
+    #[param(max_length = 200)]
     pub q: Option<String>,
     /// Only servers with a version in this status.
     pub status: Option<Status>,
     /// Page size, 1 to 100 (default 30).
+    #[param(minimum = 1, maximum = 100)]
     pub limit: Option<u32>,
     /// The `next_cursor` of the previous page.
+    #[param(min_length = 1, max_length = 1024, pattern = "^[A-Za-z0-9_-]+$")]
     pub cursor: Option<String>,
 }
 

@@ -13,6 +13,7 @@ pub struct ReviewBody {
     pub decision: Decision,
     /// Why (at most 2,000 characters).
     #[serde(default)]
+    #[schema(max_length = 2000)]
     pub note: Option<String>,
 }
 
@@ -33,7 +34,12 @@ pub enum Decision {
 pub struct StatusBody {
     /// `deprecated` or `revoked`.
     pub status: Lifecycle,
-    /// Why (required, at most 2,000 characters).
+    /// Why (required, not only white space, at most 2,000 characters).
+    #[schema(
+        min_length = 1,
+        max_length = 2000,
+        pattern = r"[^\t\n\u000b\u000c\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
+    )]
     pub reason: String,
 }
 

@@ -282,16 +282,21 @@ fn parse_search(raw: Option<&str>) -> Result<Option<String>, ApiError> {
 #[into_params(parameter_in = Query)]
 pub struct SubregistryListQuery {
     /// `metadata.nextCursor` of the previous page (opaque).
+    #[param(min_length = 1, max_length = 1024, pattern = "^[A-Za-z0-9_-]+$")]
     pub cursor: Option<String>,
     /// Page size, 1 to 100 (default 30).
+    #[param(minimum = 1, maximum = 100)]
     pub limit: Option<u32>,
     /// Case-insensitive substring of the server name.
+    #[param(max_length = 200)]
     pub search: Option<String>,
     /// An RFC 3339 date-time: only versions updated strictly after it;
     /// deleted versions are then always included (`include_deleted` is
     /// implied), so that a mirror learns about deletions.
+    #[param(format = DateTime)]
     pub updated_since: Option<String>,
     /// `latest` (each server's latest version) or an exact version.
+    #[param(min_length = 1, max_length = 255)]
     pub version: Option<String>,
     /// Include deleted (revoked) versions (default `false`).
     pub include_deleted: Option<bool>,

@@ -27,6 +27,7 @@ pub const MAX_BATCH: usize = 100;
 #[schema(example = json!({"name": "manage_files", "arguments": {"action": "read", "path": "/notes.txt"}}))]
 pub struct ResolveCall {
     /// Tool name, as declared by the session's signature.
+    #[schema(min_length = 1, max_length = 128)]
     pub name: String,
     /// The call's arguments (an object; default `{}`).
     #[serde(default = "empty_object")]
@@ -43,6 +44,7 @@ fn empty_object() -> Value {
 #[serde(deny_unknown_fields)]
 pub struct ResolveBatch {
     /// At most 100 calls, answered in order.
+    #[schema(min_items = 1, max_items = 100)]
     pub calls: Vec<ResolveCall>,
 }
 
@@ -60,10 +62,10 @@ pub struct ResolvedToolDoc {
     /// False when the upstream answer lies outside the signature.
     pub conformant: bool,
     /// What lies outside it.
-    #[schema(value_type = Vec<Object>)]
+    #[schema(value_type = Vec<signet_http::report::ViolationDoc>)]
     pub violations: Vec<Value>,
     /// Informational findings.
-    #[schema(value_type = Vec<Object>)]
+    #[schema(value_type = Vec<signet_http::report::NoticeDoc>)]
     pub notices: Vec<Value>,
     /// Why the worst case was served (`source: fallback`).
     pub reason: Option<String>,
@@ -87,7 +89,7 @@ fn field(pointer: String, code: &str, message: impl Into<String>) -> FieldError 
 }
 
 fn check_call(call: &ResolveCall, base: &str, errors: &mut Vec<FieldError>) {
-    if call.name.is_empty() || call.name.len() > 128 {
+    if call.name.is_empty() || call.name.chars().count() > 128 {
         errors.push(field(
             format!("{base}/name"),
             "invalid_name",

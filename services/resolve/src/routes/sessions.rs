@@ -45,15 +45,19 @@ pub struct UpstreamBody {
 #[schema(example = json!({"server": "io.github.acme/files", "upstream": {"url": "https://files.example.com/mcp"}, "ttl_seconds": 3600}))]
 pub struct NewSessionBody {
     /// Server name.
+    #[schema(min_length = 1, max_length = 200)]
     pub server: String,
     /// Exact version, or `latest` (the default): the highest approved
     /// version, resolved now and pinned for the session's life.
     #[serde(default)]
+    #[schema(min_length = 1, max_length = 100)]
     pub version: Option<String>,
     /// The upstream MCP server.
     pub upstream: UpstreamBody,
-    /// Lifetime in seconds (default 3,600; at most the configured maximum).
+    /// Lifetime in seconds (default 3,600; at most the configured maximum,
+    /// 86,400 unless the deployment changed it).
     #[serde(default)]
+    #[schema(minimum = 1, maximum = 86400)]
     pub ttl_seconds: Option<u64>,
 }
 
@@ -312,7 +316,7 @@ pub async fn open_session(
 ) -> Result<Response, ApiError> {
     scope.require_any(&[Role::Client])?;
     let mut errors = Vec::new();
-    if body.server.is_empty() || body.server.len() > 200 {
+    if body.server.is_empty() || body.server.chars().count() > 200 {
         errors.push(field(
             "/server".into(),
             "invalid_name",
@@ -320,7 +324,7 @@ pub async fn open_session(
         ));
     }
     let version = body.version.as_deref().unwrap_or("latest");
-    if version.is_empty() || version.len() > 100 {
+    if version.is_empty() || version.chars().count() > 100 {
         errors.push(field(
             "/version".into(),
             "invalid_version",

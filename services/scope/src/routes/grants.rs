@@ -106,8 +106,10 @@ pub struct NewGrantView {
 #[schema(example = json!({"code": "SplxlOBeZQQYbYS6WxSbIA", "state": "the state from the redirect"}))]
 pub struct ExchangeBody {
     /// The authorization code.
+    #[schema(min_length = 1, max_length = 4096)]
     pub code: String,
     /// The `state` the redirect carried.
+    #[schema(min_length = 1, max_length = 512)]
     pub state: String,
 }
 
@@ -427,10 +429,10 @@ pub async fn exchange_grant(
         return Err(grant_not_found());
     }
     let mut errors = Vec::new();
-    if body.code.is_empty() || body.code.len() > 4096 {
+    if body.code.is_empty() || body.code.chars().count() > 4096 {
         errors.push(field("/code", "invalid_code", "1 to 4,096 characters"));
     }
-    if body.state.is_empty() || body.state.len() > 512 {
+    if body.state.is_empty() || body.state.chars().count() > 512 {
         errors.push(field("/state", "invalid_state", "1 to 512 characters"));
     }
     if !errors.is_empty() {
