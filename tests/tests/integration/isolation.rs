@@ -246,10 +246,30 @@ async fn snapshot(app: &TestApp, tenant: &str, token: &str) -> Vec<Value> {
     out
 }
 
-#[tokio::test]
-async fn every_tenant_operation_answers_another_tenant_as_if_it_did_not_exist() {
-    let app = TestApp::new().await;
-    // Tenant B, with real data: two versions, the first approved.
+/// Tenant B with real data: two versions (the first approved), two resolve
+/// sessions, a provider profile and two pending grants.
+struct TenantB {
+    tenant: signet_core::ids::TenantId,
+    owner: String,
+    session: String,
+    grant: String,
+}
+
+impl TenantB {
+    /// Strings only tenant B's data contains: none may reach tenant A.
+    fn markers(&self) -> Vec<&str> {
+        vec![
+            SERVER,
+            "Notes of tenant B",
+            "b-upstream-secret",
+            "b-client-secret",
+            &self.session,
+            &self.grant,
+        ]
+    }
+}
+
+async fn seed_tenant_b(app: &TestApp) -> TenantB {
     let b = app.new_tenant().await;
     let b_publisher = token("pat", Some(b.as_str()), &["publisher"]);
     let b_owner = token("bob", Some(b.as_str()), ALL_ROLES);
@@ -305,12 +325,48 @@ async fn every_tenant_operation_answers_another_tenant_as_if_it_did_not_exist() 
         .await;
     assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.bytes));
     let grant = r.json()["id"].as_str().unwrap().to_owned();
-    let before = snapshot(&app, b.as_str(), &b_owner).await;
+    // A second session and grant, so that B's lists have a next page.
+    for (path, body) in [
+        ("sessions", body_for("open_session")),
+        ("grants", body_for("create_grant")),
+    ] {
+        let r = app
+            .send(
+                "POST",
+                &format!("/v1/tenants/{b}/{path}"),
+                Some(&b_owner),
+                Some(body),
+            )
+            .await;
+        assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.bytes));
+    }
+    TenantB {
+        tenant: b,
+        owner: b_owner,
+        session,
+        grant,
+    }
+}
 
-    // The document the app serves at /openapi.json.
+/// The document the app serves at /openapi.json.
+async fn served_doc(app: &TestApp) -> Value {
     let r = app.send("GET", "/openapi.json", None, None).await;
     assert_eq!(r.status, 200);
-    let doc = r.json();
+    r.json()
+}
+
+#[tokio::test]
+async fn every_tenant_operation_answers_another_tenant_as_if_it_did_not_exist() {
+    let app = TestApp::new().await;
+    let TenantB {
+        tenant: b,
+        owner: b_owner,
+        session,
+        grant,
+    } = seed_tenant_b(&app).await;
+    let before = snapshot(&app, b.as_str(), &b_owner).await;
+
+    let doc = served_doc(&app).await;
     let absent = format!("t-{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
     let (operations, calls) = tenant_calls(&doc, b.as_str(), &session, &grant);
     let (_, absent_calls) = tenant_calls(&doc, &absent, &session, &grant);
@@ -378,4 +434,212 @@ async fn every_tenant_operation_answers_another_tenant_as_if_it_did_not_exist() 
             String::from_utf8_lossy(&r.bytes)
         );
     }
+}
+
+/// Path parameters that carry one of tenant B's own identifiers.
+const B_ID_PARAMS: &[&str] = &["{id}", "{grant}", "{provider}", "{server}", "{serverName}"];
+
+/// The template's operation carries one of B's identifiers in its path.
+fn carries_b_id(doc: &Value, operation: &str) -> bool {
+    doc["paths"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .any(|(template, item)| {
+            item.as_object()
+                .unwrap()
+                .values()
+                .any(|op| op["operationId"] == operation)
+                && B_ID_PARAMS.iter().any(|p| template.contains(p))
+        })
+}
+
+/// The operation documents `status` among its responses.
+fn documents(doc: &Value, operation: &str, status: &str) -> bool {
+    doc["paths"].as_object().unwrap().values().any(|item| {
+        item.as_object()
+            .unwrap()
+            .values()
+            .any(|op| op["operationId"] == operation && op["responses"].get(status).is_some())
+    })
+}
+
+/// The next-page cursor of a list answer, in Signet's or the official
+/// registry's spelling.
+fn next_cursor(v: &Value) -> Option<String> {
+    match v {
+        Value::Object(m) => m.iter().find_map(|(k, v)| match (k.as_str(), v) {
+            ("next_cursor" | "nextCursor", Value::String(c)) => Some(c.clone()),
+            _ => next_cursor(v),
+        }),
+        _ => None,
+    }
+}
+
+fn with_query(path: &str, extra: &str) -> String {
+    let sep = if path.contains('?') { '&' } else { '?' };
+    format!("{path}{sep}{extra}")
+}
+
+/// Tenant A holding every role replays what tenant B's owner legitimately
+/// holds: B's ETags as `If-None-Match`, B's list cursors, and B's ids under
+/// A's own tenant path. Nothing answers 304 (which would confirm B's
+/// content), nothing answers with B's data, and every path that names one
+/// of B's ids answers 404 under A's tenant as well as under B's. Operations
+/// come from the served document, as in the test above.
+#[tokio::test]
+async fn tenant_b_etags_cursors_and_ids_are_nothing_to_tenant_a() {
+    let app = TestApp::new().await;
+    let b = seed_tenant_b(&app).await;
+    let before = snapshot(&app, b.tenant.as_str(), &b.owner).await;
+    let doc = served_doc(&app).await;
+    let a = app.tenant.as_str().to_owned();
+    let (_, b_calls) = tenant_calls(&doc, b.tenant.as_str(), &b.session, &b.grant);
+    let (_, a_calls) = tenant_calls(&doc, &a, &b.session, &b.grant);
+    assert_eq!(b_calls.len(), a_calls.len());
+    let intruder = app.as_roles("mallory", ALL_ROLES);
+    let leaks = |what: &str, r: &Resp| {
+        let text = String::from_utf8_lossy(&r.bytes);
+        for m in b.markers() {
+            assert!(!text.contains(m), "{what} shows tenant B's {m:?}: {text}");
+        }
+        assert!(
+            r.status != 304 && !r.status.is_server_error(),
+            "{what}: {} {text}",
+            r.status
+        );
+    };
+
+    // 1. B's ETags.
+    let mut etags = 0;
+    let mut revalidating = 0;
+    for (bc, ac) in b_calls
+        .iter()
+        .zip(&a_calls)
+        .filter(|(c, _)| c.method == "GET")
+    {
+        let r = app.get(&bc.path, &b.owner).await;
+        assert_eq!(
+            r.status,
+            200,
+            "{} as B: {}",
+            bc.path,
+            String::from_utf8_lossy(&r.bytes)
+        );
+        let Some(etag) = r.header("etag") else {
+            continue;
+        };
+        etags += 1;
+        // Sanity: where the document promises a 304, the ETag does
+        // revalidate for its owner (so a 304 is what a leak would look like).
+        if documents(&doc, &bc.operation, "304") {
+            revalidating += 1;
+            let own = app
+                .send_raw(
+                    "GET",
+                    &bc.path,
+                    Some(&b.owner),
+                    None,
+                    &[("if-none-match", &etag)],
+                )
+                .await;
+            assert_eq!(own.status, 304, "{} with its own ETag", bc.path);
+        }
+        for path in [&bc.path, &ac.path] {
+            let what = format!("GET {path} ({}) with B's ETag {etag}", bc.operation);
+            let r = app
+                .send_raw(
+                    "GET",
+                    path,
+                    Some(&intruder),
+                    None,
+                    &[("if-none-match", &etag)],
+                )
+                .await;
+            leaks(&what, &r);
+            if path == &bc.path || carries_b_id(&doc, &bc.operation) {
+                assert_eq!(r.status, 404, "{what}");
+            }
+        }
+    }
+    assert!(etags >= 6, "only {etags} operations gave B an ETag");
+    assert!(
+        revalidating >= 5,
+        "only {revalidating} ETags revalidate with 304"
+    );
+
+    // 2. B's cursors, on B's path and on A's.
+    let mut cursors = 0;
+    for (bc, ac) in b_calls
+        .iter()
+        .zip(&a_calls)
+        .filter(|(c, _)| c.method == "GET")
+    {
+        let takes_cursor = doc["paths"].as_object().unwrap().values().any(|item| {
+            item.as_object().unwrap().values().any(|op| {
+                op["operationId"] == bc.operation.as_str()
+                    && op["parameters"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .any(|p| p["name"] == "cursor")
+            })
+        });
+        if !takes_cursor {
+            continue;
+        }
+        let r = app.get(&with_query(&bc.path, "limit=1"), &b.owner).await;
+        assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.bytes));
+        let Some(cursor) = next_cursor(&r.json()) else {
+            continue;
+        };
+        cursors += 1;
+        let q = format!("limit=1&cursor={cursor}");
+        let r = app.get(&with_query(&bc.path, &q), &intruder).await;
+        assert_eq!(
+            r.status, 404,
+            "{} with B's cursor under A's token",
+            bc.operation
+        );
+        let what = format!("{} on A's path with B's cursor", ac.operation);
+        let r = app.get(&with_query(&ac.path, &q), &intruder).await;
+        leaks(&what, &r);
+    }
+    assert!(
+        cursors >= 3,
+        "only {cursors} list operations gave B a cursor"
+    );
+
+    // 3. B's ids under A's own tenant path: every secured method but PUT (a
+    // PUT names what it creates, and names are per tenant; a CORS preflight
+    // answers any path).
+    let mut by_id = 0;
+    for call in a_calls
+        .iter()
+        .filter(|c| !c.public && c.method != "PUT" && carries_b_id(&doc, &c.operation))
+    {
+        by_id += 1;
+        let what = format!(
+            "{} {} ({}) with B's ids",
+            call.method, call.path, call.operation
+        );
+        let r = app
+            .send(&call.method, &call.path, Some(&intruder), call.body.clone())
+            .await;
+        leaks(&what, &r);
+        assert_eq!(
+            r.status,
+            404,
+            "{what}: {}",
+            String::from_utf8_lossy(&r.bytes)
+        );
+    }
+    assert!(by_id >= 20, "only {by_id} operations name one of B's ids");
+
+    eprintln!(
+        "tenant A replayed {etags} of B's ETags ({revalidating} revalidating), \
+         {cursors} of B's cursors and {by_id} paths naming B's ids: no 304, no data, all 404"
+    );
+    // Nothing of B changed (the session is still open, the grant pending).
+    assert_eq!(snapshot(&app, b.tenant.as_str(), &b.owner).await, before);
 }
