@@ -7,7 +7,7 @@
 #   MAX_EXAMPLES=50 scripts/contract-check.sh
 #
 # Fixtures: tenant `dev` with an approved version of io.github.acme/files
-# (published and approved here), a provider profile `notes` whose issuer is a
+# (published and approved here) and a pending one for status changes, a provider profile `notes` whose issuer is a
 # real OpenID provider (examples/oidc-provider), a grant started against it,
 # and a resolve session on the reference upstream (examples/upstream). Their
 # ids reach schemathesis as parameters (scripts/contract/schemathesis.toml),
@@ -61,6 +61,11 @@ code=$(curl -sS -o /dev/null -w '%{http_code}' -X PUT "$S" "${auth[@]}" "${json[
 [ "$code" = 201 ] || fail "publish: $code"
 code=$(curl -sS -o /dev/null -w '%{http_code}' -X POST "$S/review" -H "Authorization: Bearer $REVIEWER" "${json[@]}" -d '{"decision":"approve"}')
 [ "$code" = 200 ] || fail "approve: $code"
+# A second version, for status changes (scripts/contract/schemathesis.toml).
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); d["version"]="0.9.0"; json.dump(d, sys.stdout)' \
+    examples/files-1.0.0.json >"$work/files-0.9.0.json"
+code=$(curl -sS -o /dev/null -w '%{http_code}' -X PUT "$T/servers/io.github.acme%2Ffiles/versions/0.9.0" "${auth[@]}" "${json[@]}" --data-binary @"$work/files-0.9.0.json")
+[ "$code" = 201 ] || fail "publish 0.9.0: $code"
 
 # A real OpenID provider, a provider profile on it, and a grant.
 OP_PORT=$(free_port)
@@ -82,9 +87,11 @@ UP=$(free_port)
 "$UPSTREAM_BIN" --listen "127.0.0.1:$UP" >"$work/up.txt" 2>&1 &
 pids+=($!)
 wait_http "http://127.0.0.1:$UP/calls" || fail "the reference upstream did not start"
-SESSION_ID=$(curl -sS -X POST "$T/sessions" "${auth[@]}" "${json[@]}" \
-    -d "{\"server\": \"io.github.acme/files\", \"upstream\": {\"url\": \"http://127.0.0.1:$UP/mcp\"}, \"ttl_seconds\": 7200}" | field id) \
-    || fail "session"
+open_session() {
+    curl -sS -X POST "$T/sessions" "${auth[@]}" "${json[@]}" \
+        -d "{\"server\": \"io.github.acme/files\", \"version\": \"1.0.0\", \"upstream\": {\"url\": \"http://127.0.0.1:$UP/mcp\"}, \"ttl_seconds\": 7200}" | field id
+}
+SESSION_ID=$(open_session) || fail "session"
 
 SIGNET_REVIEWER_TOKEN=$REVIEWER
 
