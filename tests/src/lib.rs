@@ -27,6 +27,8 @@ use signet_server::services::Service;
 use signet_server::store::Store;
 use tower::ServiceExt as _;
 
+pub mod pgcluster;
+
 /// Issuer of the test tokens.
 pub const ISSUER: &str = "https://issuer.test";
 /// Audience of the test tokens.

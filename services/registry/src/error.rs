@@ -22,7 +22,7 @@ pub fn store_error(e: RegistryStoreError) -> ApiError {
         .detail("the version's status changed while this request ran; read it again and retry"),
         RegistryStoreError::Unavailable(cause) => {
             tracing::error!(error = %cause, "database unavailable");
-            ApiError::unavailable("the database is unavailable; retry later")
+            ApiError::database_unavailable()
         }
         RegistryStoreError::Other(cause) => {
             tracing::error!(error = %cause, "database error");

@@ -165,6 +165,9 @@ pub struct EngineConfig {
     pub upstream_timeout: Duration,
     /// TCP connect timeout (default 2 s).
     pub connect_timeout: Duration,
+    /// Largest upstream JSON answer, and largest server-sent event of a
+    /// streamed one, in bytes (default 1 MiB).
+    pub max_response_bytes: usize,
     /// Fraction of cache hits re-fetched to check determinism (default 0).
     pub recheck_rate: f64,
     /// Key fingerprints remembered per session (default 256); beyond it
@@ -185,6 +188,7 @@ impl Default for EngineConfig {
             tenant_share_bytes: capacity / 4,
             upstream_timeout: Duration::from_secs(5),
             connect_timeout: Duration::from_secs(2),
+            max_response_bytes: 1024 * 1024,
             recheck_rate: 0.0,
             fingerprints_per_session: 256,
             max_sessions: 16_384,
@@ -343,7 +347,7 @@ impl Engine {
             .build();
         Engine {
             inner: Arc::new(Inner {
-                pool: Pool::new(cfg.connect_timeout),
+                pool: Pool::new(cfg.connect_timeout, cfg.max_response_bytes),
                 cfg,
                 cache,
                 stats,
@@ -682,18 +686,24 @@ async fn fetch(
     inner.stats.upstream_call(started.elapsed());
     let outcome: Result<Done, FetchError> = match answer {
         Err(e) => {
-            if let FetchError::Transport { retry_after, .. } = &e {
-                // The connection may be broken: make a new one next time.
+            if matches!(e, FetchError::Transport { .. } | FetchError::Timeout) {
+                // The connection may be broken, or still busy with an
+                // answer that never ends: close it (the upstream sees its
+                // TCP connection closed) and make a new one next time.
                 if let Some(c) = state.conn.lock().await.take() {
                     c.close();
                 }
-                if let Some(d) = retry_after {
-                    let until = Instant::now() + (*d).min(Duration::from_secs(600));
-                    *state
-                        .backoff_until
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner()) = Some(until);
-                }
+            }
+            if let FetchError::Transport {
+                retry_after: Some(d),
+                ..
+            } = &e
+            {
+                let until = Instant::now() + (*d).min(Duration::from_secs(600));
+                *state
+                    .backoff_until
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner()) = Some(until);
             }
             tracing::warn!(
                 tenant.id = %ctx.tenant,

@@ -22,7 +22,7 @@ pub fn store_error(e: SessionStoreError) -> ApiError {
         }
         SessionStoreError::Unavailable(cause) => {
             tracing::error!(error = %cause, "database unavailable");
-            ApiError::unavailable("the database is unavailable; retry later")
+            ApiError::database_unavailable()
         }
         SessionStoreError::Other(cause) => {
             tracing::error!(error = %cause, "database error");

@@ -4,7 +4,11 @@
 //! - One reqwest client (connection pool) per upstream origin: no
 //!   redirects, 2 s connect timeout. The total timeout of a resolution is
 //!   applied around the whole exchange by the engine, so that the
-//!   long-lived notification stream is not cut by it.
+//!   long-lived notification stream is not cut by it; when it passes, the
+//!   engine closes the MCP connection, which drops its HTTP connections.
+//! - A JSON answer, and each server-sent event of a streamed answer, is read
+//!   up to `max_response_bytes` (1 MiB by default); a larger one fails the
+//!   exchange, so an endless or oversized answer costs bounded memory.
 //! - One MCP connection per Signet session and replica, made lazily on the
 //!   first miss. With a server that offers MCP 2026-07-28 it is
 //!   sessionless (`server/discover`; the client repeats its version and
@@ -158,13 +162,15 @@ pub(crate) enum FetchError {
 pub(crate) struct Pool {
     clients: Mutex<HashMap<String, reqwest::Client>>,
     connect_timeout: Duration,
+    max_response_bytes: usize,
 }
 
 impl Pool {
-    pub(crate) fn new(connect_timeout: Duration) -> Self {
+    pub(crate) fn new(connect_timeout: Duration, max_response_bytes: usize) -> Self {
         Self {
             clients: Mutex::new(HashMap::new()),
             connect_timeout,
+            max_response_bytes,
         }
     }
 
@@ -246,8 +252,9 @@ impl Connection {
         let transport = || {
             let mut config = StreamableHttpClientTransportConfig::with_uri(target.url.as_str())
                 .custom_headers(headers.clone())
-                .max_json_response_size(1024 * 1024)
+                .max_json_response_size(pool.max_response_bytes)
                 .reinit_on_expired_session(true);
+            config.max_sse_event_size = pool.max_response_bytes;
             config.max_concurrent_requests = 64;
             StreamableHttpClientTransport::with_client(client.clone(), config)
         };

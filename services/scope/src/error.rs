@@ -35,7 +35,7 @@ pub fn store_error(e: ScopeStoreError) -> ApiError {
             .detail("a row with this id exists; retry"),
         ScopeStoreError::Unavailable(cause) => {
             tracing::error!(error = %cause, "database unavailable");
-            ApiError::unavailable("the database is unavailable; retry later")
+            ApiError::database_unavailable()
         }
         ScopeStoreError::Other(cause) => {
             tracing::error!(error = %cause, "database error");

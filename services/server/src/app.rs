@@ -276,13 +276,12 @@ async fn readyz(State(st): State<OpsState>) -> Result<Response, ApiError> {
             .into_response()),
         Ok(Err(e)) => {
             tracing::warn!(error = %e, "readiness check failed");
-            Err(ApiError::unavailable("the database is not answering"))
+            Err(ApiError::database_unavailable().detail("the database is not answering"))
         }
         Err(_) => {
             tracing::warn!("readiness check timed out");
-            Err(ApiError::unavailable(
-                "the database did not answer within 2 seconds",
-            ))
+            Err(ApiError::database_unavailable()
+                .detail("the database did not answer within 2 seconds"))
         }
     }
 }

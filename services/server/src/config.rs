@@ -88,6 +88,10 @@ pub struct ResolveSettings {
     pub upstream_timeout_ms: u64,
     /// TCP connect timeout towards an upstream, in milliseconds.
     pub upstream_connect_timeout_ms: u64,
+    /// Largest upstream answer read, in bytes: a JSON body, and each
+    /// server-sent event of a streamed answer (default 1 MiB, at least
+    /// 4 KiB). A larger one is a transport failure (fallback).
+    pub upstream_max_response_bytes: u64,
     /// Fraction (0 to 1) of cache hits re-fetched from the upstream to
     /// check that it still answers the same (determinism sampling).
     pub recheck_rate: f64,
@@ -112,6 +116,7 @@ impl Default for ResolveSettings {
             cache_tenant_share_percent: 25,
             upstream_timeout_ms: 5_000,
             upstream_connect_timeout_ms: 2_000,
+            upstream_max_response_bytes: 1024 * 1024,
             recheck_rate: 0.0,
         }
     }
@@ -352,6 +357,9 @@ impl Config {
             bail!(
                 "resolve.upstream_timeout_ms and upstream_connect_timeout_ms must be greater than 0"
             );
+        }
+        if r.upstream_max_response_bytes < 4096 {
+            bail!("resolve.upstream_max_response_bytes must be at least 4096");
         }
         if !(0.0..=1.0).contains(&r.recheck_rate) {
             bail!("resolve.recheck_rate must be between 0 and 1");

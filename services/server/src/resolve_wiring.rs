@@ -97,7 +97,7 @@ impl Signatures for RegistrySignatures {
         let rec = self.tenants.policy(tenant).await.map_err(|e| match e {
             StoreError::Unavailable(m) => {
                 tracing::error!(error = %m, "database unavailable");
-                ApiError::unavailable("the database is unavailable; retry later")
+                ApiError::database_unavailable()
             }
             other => {
                 tracing::error!(error = %other, "database error");
@@ -159,6 +159,8 @@ pub fn resolve_state(
             tenant_share_bytes: settings.cache_tenant_share_bytes(),
             upstream_timeout: Duration::from_millis(settings.upstream_timeout_ms),
             connect_timeout: Duration::from_millis(settings.upstream_connect_timeout_ms),
+            max_response_bytes: usize::try_from(settings.upstream_max_response_bytes)
+                .unwrap_or(usize::MAX),
             recheck_rate: settings.recheck_rate,
             limits: limits.clone(),
             ..EngineConfig::default()

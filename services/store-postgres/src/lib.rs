@@ -351,8 +351,12 @@ impl PgStore {
     /// [`REGISTRY_CHANNEL`] (`tenant<TAB>server`) and closed resolve
     /// sessions on [`RESOLVE_CHANNEL`] (`tenant<TAB>session id`) — and calls
     /// `on_change(channel, tenant, key)` for each; calls `on_gap()` whenever
-    /// notifications may have been missed (the connection dropped), so the
-    /// caller can drop everything it cached. Runs until the pool closes.
+    /// notifications may have been missed, so the caller can drop everything
+    /// it cached. A gap is reported once `LISTEN` is in effect again, not
+    /// when the connection drops: while the database is down nothing can
+    /// change in it, so what was cached keeps being served (until its own
+    /// expiry) and is dropped only when changes could have been missed and
+    /// can be read again. Runs until the pool closes.
     /// A store runs one listener; [`PgStore::listener_status`] follows it.
     pub fn spawn_change_listener(
         &self,
@@ -394,8 +398,15 @@ impl PgStore {
                             status.send_modify(|s| s.delivered += 1);
                         }
                         Ok(None) => {
-                            // The connection was lost and re-established.
-                            on_gap();
+                            // The connection was lost. Reconnect and LISTEN
+                            // afresh above, which reports the gap once it is
+                            // over (`PgListener` would reconnect by itself,
+                            // but only tells us when a notification comes).
+                            status.send_modify(|s| s.listening = false);
+                            tracing::warn!(
+                                "registry change listener lost its connection; reconnecting"
+                            );
+                            break;
                         }
                         Err(e) => {
                             status.send_modify(|s| s.listening = false);
@@ -403,7 +414,6 @@ impl PgStore {
                                 return;
                             }
                             tracing::warn!(error = %e, "registry change listener failed; reconnecting");
-                            on_gap();
                             tokio::time::sleep(Duration::from_secs(1)).await;
                             break;
                         }

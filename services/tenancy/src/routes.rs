@@ -87,7 +87,7 @@ pub fn store_error(e: StoreError) -> ApiError {
         StoreError::NotFound => ApiError::not_found("resource"),
         StoreError::Unavailable(cause) => {
             tracing::error!(error = %cause, "database unavailable");
-            ApiError::unavailable("the database is unavailable; retry later")
+            ApiError::database_unavailable()
         }
         StoreError::Other(cause) => {
             tracing::error!(error = %cause, "database error");
