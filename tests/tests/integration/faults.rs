@@ -6,12 +6,15 @@
 //! ([`signet_tests::pgcluster`]) on a spare port, never on the cluster of
 //! `SIGNET_TEST_DATABASE_URL`.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use serde_json::{Value, json};
 use signet_example_upstream::{Running, Switches};
 use signet_tests::pgcluster::Cluster;
 use signet_tests::*;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 const CARD: &str = include_str!("../../../examples/manage-files-1.0.0.json");
 
@@ -190,4 +193,215 @@ async fn postgres_stopped_mid_run_answers_503_serves_what_is_cached_and_recovers
     let again = resolve(&app, &s2, args).await;
     assert_eq!(again.status, 200);
     assert_eq!(again.json()["source"], "upstream");
+}
+
+/// How a misbehaving upstream answers every request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Misbehaviour {
+    /// Reads the request and never answers.
+    Hang,
+    /// Sends a JSON answer's head, then one byte every 100 ms.
+    Trickle,
+    /// An event stream of comments that never carries an answer.
+    EndlessPings,
+    /// An event stream whose first event never ends.
+    EndlessEvent,
+    /// A JSON answer of 2 MiB.
+    Oversized,
+}
+
+/// A raw TCP upstream that misbehaves and counts the connections it
+/// accepted and saw closed by Signet.
+struct BadUpstream {
+    addr: std::net::SocketAddr,
+    accepted: Arc<AtomicUsize>,
+    closed: Arc<AtomicUsize>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for BadUpstream {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// Reads one request (head and `Content-Length` body); false when the
+/// peer closed first.
+async fn read_request(r: &mut (impl AsyncReadExt + Unpin)) -> bool {
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 4096];
+    loop {
+        if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
+            let len: usize = head
+                .lines()
+                .find_map(|l| l.strip_prefix("content-length:"))
+                .and_then(|v| v.trim().parse().ok())
+                .unwrap_or(0);
+            while buf.len() < end + 4 + len {
+                match r.read(&mut chunk).await {
+                    Ok(0) | Err(_) => return false,
+                    Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                }
+            }
+            return true;
+        }
+        match r.read(&mut chunk).await {
+            Ok(0) | Err(_) => return false,
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+        }
+    }
+}
+
+async fn misbehave(mut w: impl AsyncWriteExt + Unpin, how: Misbehaviour) -> std::io::Result<()> {
+    let tick = Duration::from_millis(100);
+    match how {
+        Misbehaviour::Hang => std::future::pending().await,
+        Misbehaviour::Trickle => {
+            w.write_all(
+                b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 100000\r\n\r\n",
+            )
+            .await?;
+            loop {
+                w.write_all(b" ").await?;
+                w.flush().await?;
+                tokio::time::sleep(tick).await;
+            }
+        }
+        Misbehaviour::EndlessPings => {
+            w.write_all(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\r\n")
+                .await?;
+            loop {
+                w.write_all(b": ping\n\n").await?;
+                w.flush().await?;
+                tokio::time::sleep(tick).await;
+            }
+        }
+        Misbehaviour::EndlessEvent => {
+            w.write_all(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\r\ndata: ")
+                .await?;
+            let filler = vec![b'x'; 64 * 1024];
+            loop {
+                w.write_all(&filler).await?;
+            }
+        }
+        Misbehaviour::Oversized => {
+            let body = format!(
+                r#"{{"jsonrpc":"2.0","id":0,"result":{{"pad":"{}"}}}}"#,
+                "x".repeat(2 * 1024 * 1024)
+            );
+            w.write_all(
+                format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
+                    body.len()
+                )
+                .as_bytes(),
+            )
+            .await?;
+            w.write_all(body.as_bytes()).await?;
+            std::future::pending().await
+        }
+    }
+}
+
+impl BadUpstream {
+    async fn start(how: Misbehaviour) -> BadUpstream {
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = l.local_addr().unwrap();
+        let (accepted, closed) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+        let (a, c) = (accepted.clone(), closed.clone());
+        let task = tokio::spawn(async move {
+            while let Ok((sock, _)) = l.accept().await {
+                a.fetch_add(1, Ordering::SeqCst);
+                let c = c.clone();
+                tokio::spawn(async move {
+                    let (mut r, w) = sock.into_split();
+                    if read_request(&mut r).await {
+                        // Answer badly while watching for the close: a read
+                        // of 0 bytes (or an error) means Signet let go.
+                        let watch = async {
+                            let mut b = [0u8; 1024];
+                            loop {
+                                match r.read(&mut b).await {
+                                    Ok(0) | Err(_) => return,
+                                    Ok(_) => {}
+                                }
+                            }
+                        };
+                        tokio::select! {
+                            _ = watch => {}
+                            _ = misbehave(w, how) => {}
+                        }
+                    }
+                    c.fetch_add(1, Ordering::SeqCst);
+                });
+            }
+        });
+        BadUpstream {
+            addr,
+            accepted,
+            closed,
+            task,
+        }
+    }
+
+    fn url(&self) -> String {
+        format!("http://{}/mcp", self.addr)
+    }
+
+    /// Waits (bounded) until every accepted connection was closed by the
+    /// client; whether they all were.
+    async fn all_closed(&self) -> bool {
+        for _ in 0..200 {
+            let (a, c) = (
+                self.accepted.load(Ordering::SeqCst),
+                self.closed.load(Ordering::SeqCst),
+            );
+            if a > 0 && a == c {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        false
+    }
+}
+
+#[tokio::test]
+async fn upstreams_that_hang_trickle_stream_forever_or_answer_too_much_get_a_fallback() {
+    let app = TestApp::build(test_issuers(), |cfg| {
+        cfg.resolve.upstream_timeout_ms = 1_500;
+    })
+    .await;
+    publish_approved(&app).await;
+    for (how, reason) in [
+        (Misbehaviour::Hang, "timeout"),
+        (Misbehaviour::Trickle, "timeout"),
+        (Misbehaviour::EndlessPings, "timeout"),
+        // Cut by the size cap, not by the clock: bounded memory.
+        (Misbehaviour::EndlessEvent, "upstream_error"),
+        (Misbehaviour::Oversized, "upstream_error"),
+    ] {
+        let up = BadUpstream::start(how).await;
+        let s = session(&app, &up.url()).await;
+        let r = resolve(&app, &s, json!({"path": "/r", "action": "read"})).await;
+        assert_eq!(
+            r.status,
+            200,
+            "{how:?}: {}",
+            String::from_utf8_lossy(&r.bytes)
+        );
+        let body = r.json();
+        assert_eq!(body["source"], "fallback", "{how:?}: {body}");
+        assert_eq!(body["reason"], reason, "{how:?}: {body}");
+        assert_eq!(
+            body["tool"]["annotations"]["destructiveHint"], true,
+            "{how:?}: the worst case"
+        );
+        assert!(
+            up.all_closed().await,
+            "{how:?}: Signet closed its connections ({} accepted, {} closed)",
+            up.accepted.load(Ordering::SeqCst),
+            up.closed.load(Ordering::SeqCst)
+        );
+    }
 }
