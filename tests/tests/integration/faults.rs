@@ -405,3 +405,179 @@ async fn upstreams_that_hang_trickle_stream_forever_or_answer_too_much_get_a_fal
         );
     }
 }
+
+/// A `signet serve` child process (the real binary) in dev mode.
+struct Served {
+    child: std::process::Child,
+    base: String,
+    token: String,
+}
+
+/// Starts `signet serve` on `database_url` with its data in `data_dir`, and
+/// reads its banner (the address and the dev admin token).
+fn serve_binary(data_dir: &std::path::Path, database_url: &str) -> Served {
+    use std::io::BufRead as _;
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(data_dir.join("serve.log"))
+        .unwrap();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_signet-under-test"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+        .arg(data_dir)
+        .args(["--database-url", database_url])
+        .env_clear()
+        .env("RUST_LOG", "warn")
+        .stdout(std::process::Stdio::piped())
+        .stderr(log)
+        .spawn()
+        .expect("spawn signet serve");
+    let mut reader = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut banner = String::new();
+    loop {
+        let mut line = String::new();
+        let n = reader.read_line(&mut line).unwrap();
+        assert!(n > 0, "signet serve exited before listening: {banner}");
+        banner.push_str(&line);
+        if line.starts_with("Press Ctrl-C to stop.") {
+            break;
+        }
+    }
+    // Keep draining stdout so the child never blocks on a full pipe.
+    std::thread::spawn(move || std::io::copy(&mut reader, &mut std::io::sink()));
+    let base = banner
+        .lines()
+        .find_map(|l| l.split_once(" listening on ").map(|(_, b)| b.trim()))
+        .expect("listening line")
+        .to_owned();
+    let token = banner
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("export SIGNET_TOKEN="))
+        .and_then(|l| l.split_whitespace().next())
+        .expect("dev admin token")
+        .to_owned();
+    Served { child, base, token }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+const BURST: usize = 48;
+
+/// Publishes `BURST` versions at once to a served binary, `kill -9`s it
+/// once a quarter of them were acknowledged, restarts it on the same
+/// database, and checks that every acknowledged version is there with its
+/// digest and that every version there is whole.
+async fn kill_during_a_burst_of_publishes(database_url: &str) {
+    let data = tempfile::tempdir().unwrap();
+    let mut served = serve_binary(data.path(), database_url);
+    let http = reqwest::Client::new();
+    let server = "io.github.acme/burst";
+    let version_url = |base: &str, v: &str| {
+        format!(
+            "{base}/v1/tenants/dev/servers/{}/versions/{v}",
+            server.replace('/', "%2F")
+        )
+    };
+    let (done_tx, mut done_rx) = tokio::sync::mpsc::unbounded_channel::<()>();
+    let mut tasks = Vec::new();
+    for i in 0..BURST {
+        let version = format!("1.0.{i}");
+        let url = version_url(&served.base, &version);
+        let (http, token, done) = (http.clone(), served.token.clone(), done_tx.clone());
+        let doc = json!({
+            "name": server, "version": version, "description": format!("burst {i}"),
+            "signature": {"tools": [{
+                "name": format!("tool_{i}"), "description": "A tool",
+                "inputSchema": {"type": "object", "properties": {"n": {"type": "integer"}}},
+                "annotations": {"readOnlyHint": i % 2 == 0}
+            }], "prompts": [], "resources": [], "resourceTemplates": []}
+        });
+        tasks.push(tokio::spawn(async move {
+            let r = http.put(url).bearer_auth(token).json(&doc).send().await;
+            let _ = done.send(());
+            match r {
+                Ok(r) if r.status() == 201 => {
+                    let body: Value = r.json().await.ok()?;
+                    Some((version, body["digest"].as_str()?.to_owned()))
+                }
+                _ => None,
+            }
+        }));
+    }
+    drop(done_tx);
+    for _ in 0..BURST / 4 {
+        done_rx.recv().await;
+    }
+    served.child.kill().expect("kill -9");
+    served.child.wait().unwrap();
+    let mut acknowledged = Vec::new();
+    for t in tasks {
+        if let Some(v) = t.await.unwrap() {
+            acknowledged.push(v);
+        }
+    }
+    assert!(
+        !acknowledged.is_empty(),
+        "some publishes were acknowledged before the kill"
+    );
+    drop(served);
+
+    let served = serve_binary(data.path(), database_url);
+    let get = |url: String| {
+        let (http, token) = (http.clone(), served.token.clone());
+        async move { http.get(url).bearer_auth(token).send().await.unwrap() }
+    };
+    for (version, digest) in &acknowledged {
+        let r = get(version_url(&served.base, version)).await;
+        assert_eq!(r.status(), 200, "acknowledged {version} is present");
+        let body: Value = r.json().await.unwrap();
+        assert_eq!(body["digest"], digest.as_str(), "{version}: same digest");
+    }
+    // Every version that exists is whole: record, signature, card and tools.
+    let list = get(format!(
+        "{}/v1/tenants/dev/servers/{}",
+        served.base,
+        server.replace('/', "%2F")
+    ))
+    .await;
+    assert_eq!(list.status(), 200);
+    let list: Value = list.json().await.unwrap();
+    let versions: Vec<String> = list["versions"]
+        .as_array()
+        .unwrap_or_else(|| panic!("versions in {list}"))
+        .iter()
+        .map(|v| v["version"].as_str().unwrap().to_owned())
+        .collect();
+    assert!(versions.len() >= acknowledged.len(), "{list}");
+    for v in &versions {
+        for view in ["", "/signature", "/card", "/tools"] {
+            let r = get(format!("{}{view}", version_url(&served.base, v))).await;
+            assert_eq!(r.status(), 200, "{v}{view} is readable");
+        }
+    }
+    eprintln!(
+        "kill -9 during {BURST} publishes: {} acknowledged, {} present, all whole",
+        acknowledged.len(),
+        versions.len()
+    );
+}
+
+#[tokio::test]
+async fn kill_9_during_publishes_loses_no_acknowledged_version_on_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("signet.db").display());
+    kill_during_a_burst_of_publishes(&url).await;
+}
+
+#[tokio::test]
+async fn kill_9_during_publishes_loses_no_acknowledged_version_on_postgres() {
+    let Some(pg) = Cluster::start() else {
+        return;
+    };
+    kill_during_a_burst_of_publishes(&pg.url()).await;
+}
