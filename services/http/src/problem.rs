@@ -190,15 +190,15 @@ impl ApiError {
 
     /// 503 `database_unavailable` with `Retry-After: 2` (RFC 9110 §10.2.3):
     /// the database cannot be reached (connection refused or lost, pool
-    /// wait timed out). The request may be retried unchanged; a write that
-    /// got this answer was not committed. Log the cause before calling this.
+    /// wait timed out). The request may be retried unchanged. Log the cause
+    /// before calling this.
     pub fn database_unavailable() -> Self {
         Self::new(
             StatusCode::SERVICE_UNAVAILABLE,
             "database_unavailable",
             "Database unavailable",
         )
-        .detail("the database cannot be reached; nothing was changed, retry later")
+        .detail("the database cannot be reached; retry later")
         .header(header::RETRY_AFTER, HeaderValue::from_static("2"))
     }
 

@@ -31,6 +31,8 @@ use std::fmt;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
+use futures::StreamExt as _;
+use futures::stream::BoxStream;
 use http::{HeaderName, HeaderValue};
 use rmcp::model::{
     ClientCapabilities, ClientConfig, ClientRequest, CustomRequest, Implementation,
@@ -43,10 +45,12 @@ use rmcp::service::{
 use rmcp::transport::DynamicTransportError;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::{
-    HttpStatusError, StreamableHttpClientTransportConfig, StreamableHttpError,
+    HttpStatusError, SseError, StreamableHttpClient, StreamableHttpClientTransportConfig,
+    StreamableHttpError, StreamableHttpPostResponse, StreamableHttpResponseLimits,
 };
 use rmcp::{ClientHandler, RoleClient};
 use serde_json::{Map, Value};
+use tokio_util::sync::CancellationToken;
 
 use crate::prepared::TOOL_RESOLUTION;
 
@@ -198,6 +202,171 @@ impl Pool {
     }
 }
 
+/// The reqwest client of one MCP connection, every request of which ends
+/// when the connection's token is cancelled (the connection closed, or its
+/// opening abandoned at the total timeout). rmcp awaits the first request
+/// of a connection (`initialize` or `server/discover`) without watching its
+/// own cancellation, so without this a hanging or trickling upstream would
+/// keep that request, its task and its TCP connection forever.
+#[derive(Clone)]
+struct Cancellable {
+    inner: reqwest::Client,
+    ct: CancellationToken,
+}
+
+type HttpResult<T> = Result<T, StreamableHttpError<reqwest::Error>>;
+type SseStream = BoxStream<'static, Result<sse_stream::Sse, SseError>>;
+
+impl Cancellable {
+    async fn bounded<T>(&self, fut: impl Future<Output = HttpResult<T>>) -> HttpResult<T> {
+        tokio::select! {
+            r = fut => r,
+            () = self.ct.cancelled() => Err(StreamableHttpError::Io(std::io::Error::new(
+                std::io::ErrorKind::Interrupted,
+                "upstream connection closed",
+            ))),
+        }
+    }
+
+    fn bounded_stream(&self, s: SseStream) -> SseStream {
+        s.take_until(self.ct.clone().cancelled_owned()).boxed()
+    }
+
+    fn bounded_answer(&self, r: StreamableHttpPostResponse) -> StreamableHttpPostResponse {
+        match r {
+            StreamableHttpPostResponse::Sse(s, id) => {
+                StreamableHttpPostResponse::Sse(self.bounded_stream(s), id)
+            }
+            other => other,
+        }
+    }
+}
+
+impl StreamableHttpClient for Cancellable {
+    type Error = reqwest::Error;
+
+    async fn post_message(
+        &self,
+        uri: Arc<str>,
+        message: rmcp::model::ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> HttpResult<StreamableHttpPostResponse> {
+        let r = self
+            .bounded(
+                self.inner
+                    .post_message(uri, message, session_id, auth_header, custom_headers),
+            )
+            .await?;
+        Ok(self.bounded_answer(r))
+    }
+
+    async fn post_message_with_max_sse_event_size(
+        &self,
+        uri: Arc<str>,
+        message: rmcp::model::ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+        max_sse_event_size: usize,
+    ) -> HttpResult<StreamableHttpPostResponse> {
+        let r = self
+            .bounded(self.inner.post_message_with_max_sse_event_size(
+                uri,
+                message,
+                session_id,
+                auth_header,
+                custom_headers,
+                max_sse_event_size,
+            ))
+            .await?;
+        Ok(self.bounded_answer(r))
+    }
+
+    async fn post_message_with_response_limits(
+        &self,
+        uri: Arc<str>,
+        message: rmcp::model::ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+        limits: StreamableHttpResponseLimits,
+    ) -> HttpResult<StreamableHttpPostResponse> {
+        let r = self
+            .bounded(self.inner.post_message_with_response_limits(
+                uri,
+                message,
+                session_id,
+                auth_header,
+                custom_headers,
+                limits,
+            ))
+            .await?;
+        Ok(self.bounded_answer(r))
+    }
+
+    async fn delete_session(
+        &self,
+        uri: Arc<str>,
+        session_id: Arc<str>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> HttpResult<()> {
+        // Not cut by the token (closing a connection sends this DELETE after
+        // cancelling it), but bounded all the same.
+        tokio::time::timeout(
+            Duration::from_secs(5),
+            self.inner
+                .delete_session(uri, session_id, auth_header, custom_headers),
+        )
+        .await
+        .unwrap_or(Ok(()))
+    }
+
+    async fn get_stream(
+        &self,
+        uri: Arc<str>,
+        session_id: Option<Arc<str>>,
+        last_event_id: Option<String>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> HttpResult<SseStream> {
+        let s = self
+            .bounded(self.inner.get_stream(
+                uri,
+                session_id,
+                last_event_id,
+                auth_header,
+                custom_headers,
+            ))
+            .await?;
+        Ok(self.bounded_stream(s))
+    }
+
+    async fn get_stream_with_max_sse_event_size(
+        &self,
+        uri: Arc<str>,
+        session_id: Option<Arc<str>>,
+        last_event_id: Option<String>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+        max_sse_event_size: usize,
+    ) -> HttpResult<SseStream> {
+        let s = self
+            .bounded(self.inner.get_stream_with_max_sse_event_size(
+                uri,
+                session_id,
+                last_event_id,
+                auth_header,
+                custom_headers,
+                max_sse_event_size,
+            ))
+            .await?;
+        Ok(self.bounded_stream(s))
+    }
+}
+
 /// Called when the upstream says its tool list changed.
 pub(crate) type ListChangedHook = Arc<dyn Fn() + Send + Sync>;
 
@@ -235,6 +404,8 @@ pub(crate) struct Connection {
     url: String,
     /// The `subscriptions/listen` task of a 2026-07-28 connection.
     listener: Option<tokio::task::JoinHandle<()>>,
+    /// Ends every HTTP request of this connection ([`Cancellable`]).
+    http: CancellationToken,
 }
 
 impl Connection {
@@ -244,7 +415,15 @@ impl Connection {
         target: &UpstreamTarget,
         on_list_changed: ListChangedHook,
     ) -> Result<Connection, FetchError> {
-        let client = pool.client(&target.url)?;
+        let http = CancellationToken::new();
+        // Disarmed only once the connection is made: a failed or abandoned
+        // opening (the engine's total timeout drops this future) ends its
+        // requests.
+        let opening = http.clone().drop_guard();
+        let client = Cancellable {
+            inner: pool.client(&target.url)?,
+            ct: http.clone(),
+        };
         let headers = target.header_map().map_err(|e| FetchError::Transport {
             detail: e.to_string(),
             retry_after: None,
@@ -304,10 +483,12 @@ impl Connection {
                 }
             })
         });
+        opening.disarm();
         Ok(Connection {
             service,
             url: target.url.clone(),
             listener,
+            http,
         })
     }
 
@@ -383,6 +564,7 @@ impl Connection {
         }
         let ct = self.service.cancellation_token();
         ct.cancel();
+        self.http.cancel();
     }
 }
 

@@ -6,12 +6,15 @@
 //! ([`signet_tests::pgcluster`]) on a spare port, never on the cluster of
 //! `SIGNET_TEST_DATABASE_URL`.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use serde_json::{Value, json};
 use signet_example_upstream::{Running, Switches};
 use signet_tests::pgcluster::Cluster;
 use signet_tests::*;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 const CARD: &str = include_str!("../../../examples/manage-files-1.0.0.json");
 
@@ -190,4 +193,391 @@ async fn postgres_stopped_mid_run_answers_503_serves_what_is_cached_and_recovers
     let again = resolve(&app, &s2, args).await;
     assert_eq!(again.status, 200);
     assert_eq!(again.json()["source"], "upstream");
+}
+
+/// How a misbehaving upstream answers every request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Misbehaviour {
+    /// Reads the request and never answers.
+    Hang,
+    /// Sends a JSON answer's head, then one byte every 100 ms.
+    Trickle,
+    /// An event stream of comments that never carries an answer.
+    EndlessPings,
+    /// An event stream whose first event never ends.
+    EndlessEvent,
+    /// A JSON answer of 2 MiB.
+    Oversized,
+}
+
+/// A raw TCP upstream that misbehaves and counts the connections it
+/// accepted and saw closed by Signet.
+struct BadUpstream {
+    addr: std::net::SocketAddr,
+    accepted: Arc<AtomicUsize>,
+    closed: Arc<AtomicUsize>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for BadUpstream {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// Reads one request (head and `Content-Length` body); false when the
+/// peer closed first.
+async fn read_request(r: &mut (impl AsyncReadExt + Unpin)) -> bool {
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 4096];
+    loop {
+        if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
+            let len: usize = head
+                .lines()
+                .find_map(|l| l.strip_prefix("content-length:"))
+                .and_then(|v| v.trim().parse().ok())
+                .unwrap_or(0);
+            while buf.len() < end + 4 + len {
+                match r.read(&mut chunk).await {
+                    Ok(0) | Err(_) => return false,
+                    Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                }
+            }
+            return true;
+        }
+        match r.read(&mut chunk).await {
+            Ok(0) | Err(_) => return false,
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+        }
+    }
+}
+
+async fn misbehave(mut w: impl AsyncWriteExt + Unpin, how: Misbehaviour) -> std::io::Result<()> {
+    let tick = Duration::from_millis(100);
+    match how {
+        Misbehaviour::Hang => std::future::pending().await,
+        Misbehaviour::Trickle => {
+            w.write_all(
+                b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 100000\r\n\r\n",
+            )
+            .await?;
+            loop {
+                w.write_all(b" ").await?;
+                w.flush().await?;
+                tokio::time::sleep(tick).await;
+            }
+        }
+        Misbehaviour::EndlessPings => {
+            w.write_all(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\r\n")
+                .await?;
+            loop {
+                w.write_all(b": ping\n\n").await?;
+                w.flush().await?;
+                tokio::time::sleep(tick).await;
+            }
+        }
+        Misbehaviour::EndlessEvent => {
+            w.write_all(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\r\ndata: ")
+                .await?;
+            let filler = vec![b'x'; 64 * 1024];
+            loop {
+                w.write_all(&filler).await?;
+            }
+        }
+        Misbehaviour::Oversized => {
+            let body = format!(
+                r#"{{"jsonrpc":"2.0","id":0,"result":{{"pad":"{}"}}}}"#,
+                "x".repeat(2 * 1024 * 1024)
+            );
+            w.write_all(
+                format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
+                    body.len()
+                )
+                .as_bytes(),
+            )
+            .await?;
+            w.write_all(body.as_bytes()).await?;
+            std::future::pending().await
+        }
+    }
+}
+
+impl BadUpstream {
+    async fn start(how: Misbehaviour) -> BadUpstream {
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = l.local_addr().unwrap();
+        let (accepted, closed) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+        let (a, c) = (accepted.clone(), closed.clone());
+        let task = tokio::spawn(async move {
+            while let Ok((sock, _)) = l.accept().await {
+                a.fetch_add(1, Ordering::SeqCst);
+                let c = c.clone();
+                tokio::spawn(async move {
+                    let (mut r, w) = sock.into_split();
+                    if read_request(&mut r).await {
+                        // Answer badly while watching for the close: a read
+                        // of 0 bytes (or an error) means Signet let go.
+                        let watch = async {
+                            let mut b = [0u8; 1024];
+                            loop {
+                                match r.read(&mut b).await {
+                                    Ok(0) | Err(_) => return,
+                                    Ok(_) => {}
+                                }
+                            }
+                        };
+                        tokio::select! {
+                            _ = watch => {}
+                            _ = misbehave(w, how) => {}
+                        }
+                    }
+                    c.fetch_add(1, Ordering::SeqCst);
+                });
+            }
+        });
+        BadUpstream {
+            addr,
+            accepted,
+            closed,
+            task,
+        }
+    }
+
+    fn url(&self) -> String {
+        format!("http://{}/mcp", self.addr)
+    }
+
+    /// Waits (bounded) until every accepted connection was closed by the
+    /// client; whether they all were.
+    async fn all_closed(&self) -> bool {
+        for _ in 0..200 {
+            let (a, c) = (
+                self.accepted.load(Ordering::SeqCst),
+                self.closed.load(Ordering::SeqCst),
+            );
+            if a > 0 && a == c {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        false
+    }
+}
+
+#[tokio::test]
+async fn upstreams_that_hang_trickle_stream_forever_or_answer_too_much_get_a_fallback() {
+    let app = TestApp::build(test_issuers(), |cfg| {
+        cfg.resolve.upstream_timeout_ms = 1_500;
+    })
+    .await;
+    publish_approved(&app).await;
+    for (how, reason) in [
+        (Misbehaviour::Hang, "timeout"),
+        (Misbehaviour::Trickle, "timeout"),
+        (Misbehaviour::EndlessPings, "timeout"),
+        // Cut by the size cap, not by the clock: bounded memory.
+        (Misbehaviour::EndlessEvent, "upstream_error"),
+        (Misbehaviour::Oversized, "upstream_error"),
+    ] {
+        let up = BadUpstream::start(how).await;
+        let s = session(&app, &up.url()).await;
+        let r = resolve(&app, &s, json!({"path": "/r", "action": "read"})).await;
+        assert_eq!(
+            r.status,
+            200,
+            "{how:?}: {}",
+            String::from_utf8_lossy(&r.bytes)
+        );
+        let body = r.json();
+        assert_eq!(body["source"], "fallback", "{how:?}: {body}");
+        assert_eq!(body["reason"], reason, "{how:?}: {body}");
+        assert_eq!(
+            body["tool"]["annotations"]["destructiveHint"], true,
+            "{how:?}: the worst case"
+        );
+        assert!(
+            up.all_closed().await,
+            "{how:?}: Signet closed its connections ({} accepted, {} closed)",
+            up.accepted.load(Ordering::SeqCst),
+            up.closed.load(Ordering::SeqCst)
+        );
+    }
+}
+
+/// A `signet serve` child process (the real binary) in dev mode.
+struct Served {
+    child: std::process::Child,
+    base: String,
+    token: String,
+}
+
+/// Starts `signet serve` on `database_url` with its data in `data_dir`, and
+/// reads its banner (the address and the dev admin token).
+fn serve_binary(data_dir: &std::path::Path, database_url: &str) -> Served {
+    use std::io::BufRead as _;
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(data_dir.join("serve.log"))
+        .unwrap();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_signet-under-test"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+        .arg(data_dir)
+        .args(["--database-url", database_url])
+        .env_clear()
+        .env("RUST_LOG", "warn")
+        .stdout(std::process::Stdio::piped())
+        .stderr(log)
+        .spawn()
+        .expect("spawn signet serve");
+    let mut reader = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut banner = String::new();
+    loop {
+        let mut line = String::new();
+        let n = reader.read_line(&mut line).unwrap();
+        assert!(n > 0, "signet serve exited before listening: {banner}");
+        banner.push_str(&line);
+        if line.starts_with("Press Ctrl-C to stop.") {
+            break;
+        }
+    }
+    // Keep draining stdout so the child never blocks on a full pipe.
+    std::thread::spawn(move || std::io::copy(&mut reader, &mut std::io::sink()));
+    let base = banner
+        .lines()
+        .find_map(|l| l.split_once(" listening on ").map(|(_, b)| b.trim()))
+        .expect("listening line")
+        .to_owned();
+    let token = banner
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("export SIGNET_TOKEN="))
+        .and_then(|l| l.split_whitespace().next())
+        .expect("dev admin token")
+        .to_owned();
+    Served { child, base, token }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+const BURST: usize = 48;
+
+/// Publishes `BURST` versions at once to a served binary, `kill -9`s it
+/// once a quarter of them were acknowledged, restarts it on the same
+/// database, and checks that every acknowledged version is there with its
+/// digest and that every version there is whole.
+async fn kill_during_a_burst_of_publishes(database_url: &str) {
+    let data = tempfile::tempdir().unwrap();
+    let mut served = serve_binary(data.path(), database_url);
+    let http = reqwest::Client::new();
+    let server = "io.github.acme/burst";
+    let version_url = |base: &str, v: &str| {
+        format!(
+            "{base}/v1/tenants/dev/servers/{}/versions/{v}",
+            server.replace('/', "%2F")
+        )
+    };
+    let (done_tx, mut done_rx) = tokio::sync::mpsc::unbounded_channel::<()>();
+    let mut tasks = Vec::new();
+    for i in 0..BURST {
+        let version = format!("1.0.{i}");
+        let url = version_url(&served.base, &version);
+        let (http, token, done) = (http.clone(), served.token.clone(), done_tx.clone());
+        let doc = json!({
+            "name": server, "version": version, "description": format!("burst {i}"),
+            "signature": {"tools": [{
+                "name": format!("tool_{i}"), "description": "A tool",
+                "inputSchema": {"type": "object", "properties": {"n": {"type": "integer"}}},
+                "annotations": {"readOnlyHint": i % 2 == 0}
+            }], "prompts": [], "resources": [], "resourceTemplates": []}
+        });
+        tasks.push(tokio::spawn(async move {
+            let r = http.put(url).bearer_auth(token).json(&doc).send().await;
+            let _ = done.send(());
+            match r {
+                Ok(r) if r.status() == 201 => {
+                    let body: Value = r.json().await.ok()?;
+                    Some((version, body["digest"].as_str()?.to_owned()))
+                }
+                _ => None,
+            }
+        }));
+    }
+    drop(done_tx);
+    for _ in 0..BURST / 4 {
+        done_rx.recv().await;
+    }
+    served.child.kill().expect("kill -9");
+    served.child.wait().unwrap();
+    let mut acknowledged = Vec::new();
+    for t in tasks {
+        if let Some(v) = t.await.unwrap() {
+            acknowledged.push(v);
+        }
+    }
+    assert!(
+        !acknowledged.is_empty(),
+        "some publishes were acknowledged before the kill"
+    );
+    drop(served);
+
+    let served = serve_binary(data.path(), database_url);
+    let get = |url: String| {
+        let (http, token) = (http.clone(), served.token.clone());
+        async move { http.get(url).bearer_auth(token).send().await.unwrap() }
+    };
+    for (version, digest) in &acknowledged {
+        let r = get(version_url(&served.base, version)).await;
+        assert_eq!(r.status(), 200, "acknowledged {version} is present");
+        let body: Value = r.json().await.unwrap();
+        assert_eq!(body["digest"], digest.as_str(), "{version}: same digest");
+    }
+    // Every version that exists is whole: record, signature, card and tools.
+    let list = get(format!(
+        "{}/v1/tenants/dev/servers/{}",
+        served.base,
+        server.replace('/', "%2F")
+    ))
+    .await;
+    assert_eq!(list.status(), 200);
+    let list: Value = list.json().await.unwrap();
+    let versions: Vec<String> = list["versions"]
+        .as_array()
+        .unwrap_or_else(|| panic!("versions in {list}"))
+        .iter()
+        .map(|v| v["version"].as_str().unwrap().to_owned())
+        .collect();
+    assert!(versions.len() >= acknowledged.len(), "{list}");
+    for v in &versions {
+        for view in ["", "/signature", "/card", "/tools"] {
+            let r = get(format!("{}{view}", version_url(&served.base, v))).await;
+            assert_eq!(r.status(), 200, "{v}{view} is readable");
+        }
+    }
+    eprintln!(
+        "kill -9 during {BURST} publishes: {} acknowledged, {} present, all whole",
+        acknowledged.len(),
+        versions.len()
+    );
+}
+
+#[tokio::test]
+async fn kill_9_during_publishes_loses_no_acknowledged_version_on_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("signet.db").display());
+    kill_during_a_burst_of_publishes(&url).await;
+}
+
+#[tokio::test]
+async fn kill_9_during_publishes_loses_no_acknowledged_version_on_postgres() {
+    let Some(pg) = Cluster::start() else {
+        return;
+    };
+    kill_during_a_burst_of_publishes(&pg.url()).await;
 }

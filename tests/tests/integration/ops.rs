@@ -19,7 +19,8 @@ async fn readyz_fails_when_the_database_is_gone() {
     let app = TestApp::new().await;
     app.store.close().await;
     let r = app.send("GET", "/readyz", None, None).await;
-    r.problem(503, "unavailable");
+    r.problem(503, "database_unavailable");
+    assert_eq!(r.header("retry-after").as_deref(), Some("2"));
 }
 
 #[tokio::test]
