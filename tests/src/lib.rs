@@ -211,6 +211,26 @@ pub async fn fresh_db() -> FreshDb {
     }
 }
 
+/// `SIGNET_TEST_SCHEMA_MUTATION`: one SQL statement run as the owner on
+/// each PostgreSQL test schema right after its migrations. Only
+/// `scripts/rls-mutation-check.sh` sets it, to weaken the row-level
+/// security of migration 0005 (drop a policy, disable FORCE) and prove
+/// that the suite then fails.
+async fn mutate_schema(db: &FreshDb) {
+    let (Some(owner), Ok(sql)) = (
+        db.owner_url.as_deref(),
+        std::env::var("SIGNET_TEST_SCHEMA_MUTATION"),
+    ) else {
+        return;
+    };
+    let pool = sqlx::PgPool::connect(owner).await.expect("connect as owner");
+    sqlx::raw_sql(sqlx::AssertSqlSafe(sql))
+        .execute(&pool)
+        .await
+        .expect("SIGNET_TEST_SCHEMA_MUTATION");
+    pool.close().await;
+}
+
 /// The login role the suite serves PostgreSQL as (see [`FreshDb::url`]).
 pub const RUNTIME_ROLE: &str = "signet_test_runtime";
 
@@ -387,6 +407,7 @@ impl TestApp {
         let store = signet_server::serve::open_store(&cfg)
             .await
             .expect("open store");
+        mutate_schema(&db).await;
         let authn = Arc::new(Authenticator::new(issuers, cfg.auth.leeway_secs));
         let encryption_key = cfg
             .encryption_key
