@@ -41,6 +41,7 @@ for m in "${mutations[@]}"; do
         survived=$((survived + 1))
     else
         echo "killed:   $m"
+        grep -E '^    rls::' /tmp/rls-mutation.$$.log | sed 's/^ */            failed: /' || true
     fi
 done
 rm -f /tmp/rls-mutation.$$.log
