@@ -37,7 +37,7 @@ CHART = ROOT / "helm" / "signet"
 KUBE_VERSION = "1.30.0"
 # Kinds whose schemas are not in kubernetes-validate (CRDs); checked by hand.
 CRD_KINDS = {"ServiceMonitor"}
-SECRET_ENV = {"SIGNET_DATABASE_URL", "SIGNET_ENCRYPTION_KEY"}
+SECRET_ENV = {"SIGNET_DATABASE_URL", "SIGNET_DATABASE_OWNER_URL", "SIGNET_ENCRYPTION_KEY"}
 
 # value set -> expected object counts by kind (None: not checked)
 EXPECT = {

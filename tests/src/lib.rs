@@ -146,8 +146,14 @@ pub fn backend() -> Backend {
 
 /// A fresh, empty database: its URL and the guard keeping it alive.
 pub struct FreshDb {
-    /// URL for `database_url`.
+    /// URL for `database_url`. On PostgreSQL, the runtime login role
+    /// [`RUNTIME_ROLE`] (a member of `signet_runtime`: no superuser, no
+    /// `BYPASSRLS`, owns nothing), so the whole suite runs under row-level
+    /// security.
     pub url: String,
+    /// PostgreSQL: the owner's URL for the same schema (for
+    /// `database_owner_url`: migrations, and tests that inspect as owner).
+    pub owner_url: Option<String>,
     /// The data directory (SQLite file lives here).
     pub dir: tempfile::TempDir,
 }
@@ -188,12 +194,93 @@ pub async fn fresh_db() -> FreshDb {
                 .execute(&pool)
                 .await
                 .expect("create schema");
+            ensure_runtime_role(&pool).await;
             pool.close().await;
             let sep = if base.contains('?') { '&' } else { '?' };
-            format!("{base}{sep}options=-c%20search_path%3D{schema}")
+            let owner = format!("{base}{sep}options=-c%20search_path%3D{schema}");
+            let runtime = as_runtime_role(&owner);
+            return FreshDb {
+                url: runtime,
+                owner_url: Some(owner),
+                dir,
+            };
         }
     };
-    FreshDb { url, dir }
+    FreshDb {
+        url,
+        owner_url: None,
+        dir,
+    }
+}
+
+/// `SIGNET_TEST_SCHEMA_MUTATION`: one SQL statement run as the owner on
+/// each PostgreSQL test schema right after its migrations. Only
+/// `scripts/rls-mutation-check.sh` sets it, to weaken the row-level
+/// security of migration 0005 (drop a policy, disable FORCE) and prove
+/// that the suite then fails.
+async fn mutate_schema(db: &FreshDb) {
+    let (Some(owner), Ok(sql)) = (
+        db.owner_url.as_deref(),
+        std::env::var("SIGNET_TEST_SCHEMA_MUTATION"),
+    ) else {
+        return;
+    };
+    let pool = sqlx::PgPool::connect(owner).await.expect("connect as owner");
+    sqlx::raw_sql(sqlx::AssertSqlSafe(sql))
+        .execute(&pool)
+        .await
+        .expect("SIGNET_TEST_SCHEMA_MUTATION");
+    pool.close().await;
+}
+
+/// The login role the suite serves PostgreSQL as (see [`FreshDb::url`]).
+pub const RUNTIME_ROLE: &str = "signet_test_runtime";
+
+/// Creates `signet_runtime` (as migration 0005 would) and the login role
+/// [`RUNTIME_ROLE`] in it, once per database cluster. Test processes run in
+/// parallel: an advisory lock serialises them, and what exists is kept.
+async fn ensure_runtime_role(pool: &sqlx::PgPool) {
+    static DONE: tokio::sync::OnceCell<()> = tokio::sync::OnceCell::const_new();
+    DONE.get_or_init(|| async {
+        let mut conn = pool.acquire().await.expect("acquire");
+        // Any fixed key: only this setup takes it.
+        sqlx::query("SELECT pg_advisory_lock(7135218901)")
+            .execute(&mut *conn)
+            .await
+            .expect("advisory lock");
+        let setup = sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
+            "DO $$
+             BEGIN
+                 IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'signet_runtime') THEN
+                     CREATE ROLE signet_runtime NOLOGIN NOSUPERUSER NOBYPASSRLS NOCREATEDB NOCREATEROLE;
+                 END IF;
+                 IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '{RUNTIME_ROLE}') THEN
+                     CREATE ROLE {RUNTIME_ROLE} LOGIN NOSUPERUSER NOBYPASSRLS NOCREATEDB NOCREATEROLE
+                         PASSWORD '{RUNTIME_ROLE}';
+                 END IF;
+                 IF NOT pg_has_role('{RUNTIME_ROLE}', 'signet_runtime', 'MEMBER') THEN
+                     GRANT signet_runtime TO {RUNTIME_ROLE};
+                 END IF;
+             END
+             $$"
+        )))
+        .execute(&mut *conn)
+        .await;
+        let _ = sqlx::query("SELECT pg_advisory_unlock(7135218901)")
+            .execute(&mut *conn)
+            .await;
+        setup.expect("create the runtime roles");
+    })
+    .await;
+}
+
+/// `owner_url` with [`RUNTIME_ROLE`] (and its test password) as the user.
+fn as_runtime_role(owner_url: &str) -> String {
+    let mut u = url::Url::parse(owner_url).expect("SIGNET_TEST_DATABASE_URL is a URL");
+    u.set_username(RUNTIME_ROLE).expect("a URL with a host");
+    u.set_password(Some(RUNTIME_ROLE))
+        .expect("a URL with a host");
+    u.to_string()
 }
 
 /// A configuration pointing at `db`.
@@ -201,6 +288,7 @@ pub fn config_for(db: &FreshDb) -> Config {
     Config {
         data_dir: db.dir.path().to_path_buf(),
         database_url: db.url.clone(),
+        database_owner_url: db.owner_url.clone(),
         ..Config::default()
     }
 }
@@ -321,6 +409,7 @@ impl TestApp {
         let store = signet_server::serve::open_store(&cfg)
             .await
             .expect("open store");
+        mutate_schema(&db).await;
         let authn = Arc::new(Authenticator::new(issuers, cfg.auth.leeway_secs));
         let encryption_key = cfg
             .encryption_key
@@ -355,6 +444,7 @@ impl TestApp {
             authn,
             db: FreshDb {
                 url: self.db.url.clone(),
+                owner_url: self.db.owner_url.clone(),
                 dir: tempfile::tempdir().expect("tempdir"),
             },
             encryption_key: self.encryption_key.clone(),
@@ -380,10 +470,25 @@ impl TestApp {
             authn: self.authn.clone(),
             db: FreshDb {
                 url: self.db.url.clone(),
+                owner_url: self.db.owner_url.clone(),
                 dir: tempfile::tempdir().expect("tempdir"),
             },
             encryption_key: self.encryption_key.clone(),
         }
+    }
+
+    /// A pool connected as the schema's owner (PostgreSQL only; `None` on
+    /// SQLite): for tests that inspect or arrange rows across tenants, which
+    /// the runtime role behind [`TestApp::store`] cannot see.
+    pub async fn owner_pool(&self) -> Option<sqlx::PgPool> {
+        let url = self.db.owner_url.as_deref()?;
+        Some(
+            sqlx::postgres::PgPoolOptions::new()
+                .max_connections(2)
+                .connect(url)
+                .await
+                .expect("connect as owner"),
+        )
     }
 
     /// The PostgreSQL registry change listener of this app (`None` on

@@ -253,6 +253,12 @@ async fn serve(args: ServeArgs) -> anyhow::Result<i32> {
 async fn migrate(args: DbArgs) -> anyhow::Result<i32> {
     let cfg = Config::load(args.config.as_deref(), &args.overrides())?;
     let _telemetry = crate::telemetry::init(&cfg.telemetry, cfg.log_format())?;
+    // As the owner when one is configured: the runtime role of
+    // `database_url` owns nothing and could not apply a migration.
+    let mut cfg = cfg;
+    if let Some(owner) = cfg.owner_url()? {
+        cfg.database_url = owner;
+    }
     let store = crate::store::Store::open(&cfg).await?;
     let pending = store.pending_migrations().await?;
     if pending.is_empty() {
@@ -262,7 +268,7 @@ async fn migrate(args: DbArgs) -> anyhow::Result<i32> {
         );
     } else {
         eprintln!("Applying {} migration(s): {:?}", pending.len(), pending);
-        store.migrate().await.context("applying migrations")?;
+        store.migrate(None).await.context("applying migrations")?;
         println!(
             "Applied {} migration(s) to the {} database.",
             pending.len(),

@@ -31,6 +31,14 @@ pub struct Config {
     pub data_dir: PathBuf,
     /// `postgres://...` or `sqlite://...`; empty means SQLite in `data_dir`.
     pub database_url: String,
+    /// PostgreSQL only: the role owning the schema, which applies
+    /// migrations (`signet migrate`, and `migrate_on_start`), while
+    /// `database_url` names the runtime login role (a member of
+    /// `signet_runtime`: owns nothing, no superuser, no `BYPASSRLS`). Unset:
+    /// migrations run over `database_url`. A secret (it may hold a
+    /// password): never serialised.
+    #[serde(default, skip_serializing)]
+    pub database_owner_url: Option<String>,
     /// Services whose routes this process serves: any of `tenancy`,
     /// `registry`, `resolve`, `scope` (a list, or one comma-separated string
     /// as in `SIGNET_SERVICES=tenancy,registry`). The operational routes are
@@ -231,6 +239,7 @@ impl Default for Config {
             shutdown_grace_secs: 20,
             log_format: "text".into(),
             encryption_key: None,
+            database_owner_url: None,
             auth: AuthConfig {
                 leeway_secs: 30,
                 jwks_min_refetch_secs: 60,
@@ -486,6 +495,26 @@ impl Config {
         }
     }
 
+    /// `database_owner_url` when set: a PostgreSQL URL, and only beside a
+    /// PostgreSQL `database_url`.
+    pub fn owner_url(&self) -> anyhow::Result<Option<String>> {
+        let Some(url) = self
+            .database_owner_url
+            .as_deref()
+            .map(str::trim)
+            .filter(|u| !u.is_empty())
+        else {
+            return Ok(None);
+        };
+        if !(url.starts_with("postgres://") || url.starts_with("postgresql://")) {
+            bail!("database_owner_url must start with postgres:// or postgresql://");
+        }
+        if !matches!(self.backend()?, Backend::Postgres(_)) {
+            bail!("database_owner_url is for PostgreSQL; database_url names SQLite");
+        }
+        Ok(Some(url.to_owned()))
+    }
+
     /// The services this process serves, sorted, without duplicates.
     pub fn services(&self) -> anyhow::Result<Vec<Service>> {
         crate::services::parse_list(&self.services).map_err(|e| anyhow::anyhow!("services: {e}"))
@@ -534,6 +563,7 @@ pub fn config_keys() -> Vec<String> {
     };
     // Secrets are never serialised, but may come from the environment.
     keys.push("encryption_key".into());
+    keys.push("database_owner_url".into());
     keys
 }
 

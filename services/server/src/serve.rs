@@ -140,7 +140,10 @@ pub fn issuer_configs(cfg: &Config) -> anyhow::Result<Vec<IssuerConfig>> {
 pub async fn open_store(cfg: &Config) -> anyhow::Result<Store> {
     let store = Store::open(cfg).await?;
     if cfg.migrate_on_start {
-        store.migrate().await.context("applying migrations")?;
+        store
+            .migrate(cfg.owner_url()?.as_deref())
+            .await
+            .context("applying migrations")?;
     } else {
         let pending = store.pending_migrations().await?;
         if !pending.is_empty() {

@@ -91,11 +91,16 @@ impl Store {
         }
     }
 
-    /// Applies pending migrations.
-    pub async fn migrate(&self) -> anyhow::Result<()> {
-        match self {
-            Store::Sqlite(s) => s.migrate().await?,
-            Store::Postgres(s) => s.migrate().await?,
+    /// Applies pending migrations: on PostgreSQL as the owner at
+    /// `owner_url` when one is given (the runtime role owns nothing and
+    /// cannot), else over this store's own connection.
+    pub async fn migrate(&self, owner_url: Option<&str>) -> anyhow::Result<()> {
+        match (self, owner_url) {
+            (Store::Sqlite(s), _) => s.migrate().await?,
+            (Store::Postgres(_), Some(owner)) => PgStore::migrate_as_owner(owner)
+                .await
+                .with_context(|| format!("as the owner at {}", redact_url(owner)))?,
+            (Store::Postgres(s), None) => s.migrate().await?,
         }
         Ok(())
     }

@@ -82,6 +82,36 @@ pub struct ListenerStatus {
 
 pub(crate) use signet_store_rows::store_error as err;
 
+/// The `app.tenant_id` value of the background purge, the one binding that
+/// spans tenants: migration 0005 lets it read and delete only rows whose
+/// expiry has passed, in `resolve_sessions` and `scope_grant_states`. No
+/// tenant id can equal it (tenant ids never contain `:`).
+pub const PURGE_MARKER: &str = "maintenance:purge";
+
+/// A transaction bound to one tenant (or to [`PURGE_MARKER`]).
+pub(crate) type TenantTx = sqlx::Transaction<'static, sqlx::Postgres>;
+
+/// `value` as an SQL string literal: quotes doubled; refuses NUL, which a
+/// literal cannot hold. (With `standard_conforming_strings` on, the
+/// default since PostgreSQL 9.1, a backslash is an ordinary character.)
+fn sql_literal(value: &str) -> Result<String, sqlx::Error> {
+    if value.contains('\0') {
+        return Err(sqlx::Error::Protocol("NUL in a tenant binding".into()));
+    }
+    Ok(format!("'{}'", value.replace('\'', "''")))
+}
+
+/// The statement opening a transaction bound to `binding`: `BEGIN` and the
+/// transaction-local `app.tenant_id` in one simple-query message, so one
+/// round trip. `set_config(..., true)` ends with the transaction, so the
+/// binding never outlives it on a pooled connection.
+fn begin_bound(binding: &str) -> Result<String, sqlx::Error> {
+    Ok(format!(
+        "BEGIN; SELECT set_config('app.tenant_id', {}, true)",
+        sql_literal(binding)?
+    ))
+}
+
 impl PgStore {
     /// Connects to `url` (`postgres://...`). Fails when the server cannot be
     /// reached within the acquire timeout.
@@ -111,9 +141,27 @@ impl PgStore {
         })
     }
 
-    /// The pool (for tests that check database-level guarantees).
+    /// The pool (for tests that check database-level guarantees). Its
+    /// connections are bound to no tenant: under row-level security a
+    /// runtime role sees no tenant row through it.
     pub fn pool(&self) -> &PgPool {
         &self.pool
+    }
+
+    /// A transaction bound to `tenant`: every statement in it sees and
+    /// writes only that tenant's rows (row-level security, migration
+    /// 0005). One round trip opens it. A read-only caller may drop it
+    /// instead of committing: sqlx then queues the `ROLLBACK`, which goes
+    /// out with the connection's release check, off the request's path.
+    pub(crate) async fn tenant_tx(&self, tenant: &TenantId) -> Result<TenantTx, sqlx::Error> {
+        self.bound_tx(tenant.as_str()).await
+    }
+
+    /// A transaction bound to `binding` (a tenant id or [`PURGE_MARKER`]).
+    pub(crate) async fn bound_tx(&self, binding: &str) -> Result<TenantTx, sqlx::Error> {
+        self.pool
+            .begin_with(sqlx::AssertSqlSafe(begin_bound(binding)?))
+            .await
     }
 
     /// Applies pending migrations; a no-op when none are pending. Replicas
@@ -123,6 +171,23 @@ impl PgStore {
             .run(&self.pool)
             .await
             .map_err(|e| StoreError::Other(format!("migration failed: {e}")))
+    }
+
+    /// Applies pending migrations over one connection to `owner_url`: the
+    /// role owning the schema, which the runtime role never is (it owns
+    /// nothing, so it could not create or alter a table). Migration 0005
+    /// creates the `signet_runtime` group role when it does not exist, which
+    /// then needs `CREATEROLE` (or a role created beforehand).
+    pub async fn migrate_as_owner(owner_url: &str) -> Result<(), StoreError> {
+        use sqlx::Connection as _;
+        let opts = PgConnectOptions::from_str(owner_url).map_err(err)?;
+        let mut conn = sqlx::PgConnection::connect_with(&opts).await.map_err(err)?;
+        let ran = MIGRATOR
+            .run(&mut conn)
+            .await
+            .map_err(|e| StoreError::Other(format!("migration failed: {e}")));
+        let _ = conn.close().await;
+        ran
     }
 
     /// Versions of the embedded migrations not yet applied.
@@ -191,7 +256,8 @@ impl TenantStore for PgStore {
         actor: &str,
         at: Timestamp,
     ) -> Result<TenantRecord, StoreError> {
-        let mut tx = self.pool.begin().await.map_err(err)?;
+        // Bound to the new tenant: its own row is the only one it may write.
+        let mut tx = self.tenant_tx(tenant).await.map_err(err)?;
         sqlx::query(
             "INSERT INTO tenants (id, name, created_at, created_by) VALUES ($1, $2, $3, $4)",
         )
@@ -236,7 +302,7 @@ impl TenantStore for PgStore {
             "SELECT id, name, created_at, created_by FROM tenants WHERE id = $1",
         )
         .bind(tenant.as_str())
-        .fetch_optional(&self.pool)
+        .fetch_optional(&mut *self.tenant_tx(tenant).await.map_err(err)?)
         .await
         .map_err(err)?;
         row.map(TenantRecord::try_from).transpose()
@@ -247,7 +313,7 @@ impl TenantStore for PgStore {
             "SELECT {POLICY_COLUMNS} FROM tenant_policies WHERE tenant_id = $1"
         )))
         .bind(tenant.as_str())
-        .fetch_optional(&self.pool)
+        .fetch_optional(&mut *self.tenant_tx(tenant).await.map_err(err)?)
         .await
         .map_err(err)?;
         row.map(PolicyRecord::try_from).transpose()
@@ -261,7 +327,7 @@ impl TenantStore for PgStore {
         actor: &str,
         at: Timestamp,
     ) -> Result<PolicyRecord, StoreError> {
-        let mut tx = self.pool.begin().await.map_err(err)?;
+        let mut tx = self.tenant_tx(tenant).await.map_err(err)?;
         // The row lock taken by UPDATE makes a concurrent writer wait and
         // then re-check the revision predicate against the committed row.
         let row = sqlx::query_as::<_, PolicyRow>(sqlx::AssertSqlSafe(format!(
@@ -309,8 +375,10 @@ impl TenantStore for PgStore {
         tenant: &TenantId,
         event: &NewAuditEvent,
     ) -> Result<i64, StoreError> {
-        let mut conn = self.pool.acquire().await.map_err(err)?;
-        insert_audit(&mut conn, tenant, event).await
+        let mut tx = self.tenant_tx(tenant).await.map_err(err)?;
+        let id = insert_audit(&mut tx, tenant, event).await?;
+        tx.commit().await.map_err(err)?;
+        Ok(id)
     }
 
     async fn audit(
@@ -331,7 +399,7 @@ impl TenantStore for PgStore {
         .bind(&filter.server)
         .bind(&filter.kind)
         .bind(i64::from(limit))
-        .fetch_all(&self.pool)
+        .fetch_all(&mut *self.tenant_tx(tenant).await.map_err(err)?)
         .await
         .map_err(err)?;
         rows.into_iter().map(AuditEvent::try_from).collect()

@@ -109,6 +109,7 @@ impl RegistryStore for PgStore {
         // version's key for the other statement; exactly one insert wins.
         let st = &v.meta.status;
         let a = &v.audit;
+        let mut tx = self.tenant_tx(tenant).await.map_err(registry_error)?;
         let row: (bool, bool, Option<String>) = sqlx::query_as(PUBLISH)
             .bind(tenant.as_str())
             .bind(v.server_key)
@@ -132,7 +133,7 @@ impl RegistryStore for PgStore {
             .bind(&a.server)
             .bind(&a.version)
             .bind(a.data.to_string())
-            .fetch_one(&self.pool)
+            .fetch_one(&mut *tx)
             .await
             .map_err(registry_error)?;
         let (tenant_exists, inserted, display) = row;
@@ -140,8 +141,9 @@ impl RegistryStore for PgStore {
             return Err(RegistryStoreError::TenantNotFound);
         }
         if !inserted {
-            let mut conn = self.pool.acquire().await.map_err(registry_error)?;
-            let existing = load_version(&mut conn, tenant, v.server_key, &v.meta.version)
+            // A later statement of the same (read committed) transaction
+            // sees the version the other publish committed.
+            let existing = load_version(&mut tx, tenant, v.server_key, &v.meta.version)
                 .await?
                 .ok_or_else(|| RegistryStoreError::Other("conflicting version vanished".into()))?;
             return Ok(if existing.meta.digest == v.meta.digest {
@@ -159,10 +161,11 @@ impl RegistryStore for PgStore {
             None => sqlx::query_scalar(SELECT_DISPLAY)
                 .bind(tenant.as_str())
                 .bind(v.server_key)
-                .fetch_one(&self.pool)
+                .fetch_one(&mut *tx)
                 .await
                 .map_err(registry_error)?,
         };
+        tx.commit().await.map_err(registry_error)?;
         self.notify(tenant, v.server_key).await;
         // Built from what was just written: no need to read 64 KiB back.
         Ok(PublishOutcome::Created(StoredVersion {
@@ -178,8 +181,8 @@ impl RegistryStore for PgStore {
         server_key: &str,
         version: &str,
     ) -> Result<Option<StoredVersion>, RegistryStoreError> {
-        let mut conn = self.pool.acquire().await.map_err(registry_error)?;
-        load_version(&mut conn, tenant, server_key, version).await
+        let mut tx = self.tenant_tx(tenant).await.map_err(registry_error)?;
+        load_version(&mut tx, tenant, server_key, version).await
     }
 
     async fn version_record(
@@ -203,7 +206,7 @@ impl RegistryStore for PgStore {
         .bind(tenant.as_str())
         .bind(server_key)
         .bind(version)
-        .fetch_optional(&self.pool)
+        .fetch_optional(&mut *self.tenant_tx(tenant).await.map_err(registry_error)?)
         .await
         .map_err(registry_error)?;
         row.map(TryInto::try_into).transpose()
@@ -222,7 +225,7 @@ impl RegistryStore for PgStore {
         )))
         .bind(tenant.as_str())
         .bind(server_key)
-        .fetch_all(&self.pool)
+        .fetch_all(&mut *self.tenant_tx(tenant).await.map_err(registry_error)?)
         .await
         .map_err(registry_error)?;
         rows.into_iter().map(VersionMeta::try_from).collect()
@@ -239,7 +242,7 @@ impl RegistryStore for PgStore {
         )))
         .bind(tenant.as_str())
         .bind(server_key)
-        .fetch_optional(&self.pool)
+        .fetch_optional(&mut *self.tenant_tx(tenant).await.map_err(registry_error)?)
         .await
         .map_err(registry_error)?;
         Ok(row.map(|r| <(String, ServerRow)>::from(r).1))
@@ -268,7 +271,7 @@ impl RegistryStore for PgStore {
         .bind(pattern.as_deref())
         .bind(q.status.map(Status::as_str))
         .bind(i64::from(q.limit))
-        .fetch_all(&self.pool)
+        .fetch_all(&mut *self.tenant_tx(tenant).await.map_err(registry_error)?)
         .await
         .map_err(registry_error)?;
         Ok(rows.into_iter().map(Into::into).collect())
@@ -279,7 +282,7 @@ impl RegistryStore for PgStore {
         tenant: &TenantId,
         c: &StatusChange<'_>,
     ) -> Result<(), RegistryStoreError> {
-        let mut tx = self.pool.begin().await.map_err(registry_error)?;
+        let mut tx = self.tenant_tx(tenant).await.map_err(registry_error)?;
         let done = sqlx::query(
             "UPDATE version_status
              SET status = $1, revision = revision + 1, status_changed_at = $2, status_reason = $3,
@@ -338,7 +341,7 @@ impl RegistryStore for PgStore {
         .bind(tenant.as_str())
         .bind(server_key)
         .bind(version)
-        .fetch_all(&self.pool)
+        .fetch_all(&mut *self.tenant_tx(tenant).await.map_err(registry_error)?)
         .await
         .map_err(registry_error)?;
         Ok(rows.into_iter().map(Review::from).collect())
@@ -379,7 +382,7 @@ impl RegistryStore for PgStore {
         .bind(q.updated_since.map(|t| t.millis()))
         .bind(q.version.as_deref())
         .bind(i64::from(q.limit))
-        .fetch_all(&self.pool)
+        .fetch_all(&mut *self.tenant_tx(tenant).await.map_err(registry_error)?)
         .await
         .map_err(registry_error)?;
         rows.into_iter().map(TryInto::try_into).collect()
@@ -406,7 +409,7 @@ impl RegistryStore for PgStore {
         .bind(pattern.as_deref())
         .bind(changed_after.map(|t| t.millis()))
         .bind(i64::from(limit))
-        .fetch_all(&self.pool)
+        .fetch_all(&mut *self.tenant_tx(tenant).await.map_err(registry_error)?)
         .await
         .map_err(registry_error)
     }
@@ -428,7 +431,7 @@ impl RegistryStore for PgStore {
         )))
         .bind(tenant.as_str())
         .bind(servers)
-        .fetch_all(&self.pool)
+        .fetch_all(&mut *self.tenant_tx(tenant).await.map_err(registry_error)?)
         .await
         .map_err(registry_error)?;
         rows.into_iter().map(TryInto::try_into).collect()
@@ -455,7 +458,7 @@ impl RegistryStore for PgStore {
         .bind(tenant.as_str())
         .bind(servers)
         .bind(versions)
-        .fetch_all(&self.pool)
+        .fetch_all(&mut *self.tenant_tx(tenant).await.map_err(registry_error)?)
         .await
         .map_err(registry_error)?;
         rows.into_iter().map(TryInto::try_into).collect()
@@ -464,7 +467,7 @@ impl RegistryStore for PgStore {
     async fn tenant_key(&self, tenant: &TenantId) -> Result<Option<StoredKey>, RegistryStoreError> {
         let row = sqlx::query_as::<_, KeyRow>("SELECT kid, public_key, private_sealed, created_at FROM tenant_keys WHERE tenant_id = $1")
             .bind(tenant.as_str())
-            .fetch_optional(&self.pool)
+            .fetch_optional(&mut *self.tenant_tx(tenant).await.map_err(registry_error)?)
             .await
             .map_err(registry_error)?;
         Ok(row.map(StoredKey::from))
@@ -475,7 +478,7 @@ impl RegistryStore for PgStore {
         tenant: &TenantId,
         key: &StoredKey,
     ) -> Result<StoredKey, RegistryStoreError> {
-        let mut tx = self.pool.begin().await.map_err(registry_error)?;
+        let mut tx = self.tenant_tx(tenant).await.map_err(registry_error)?;
         require_tenant(&mut tx, tenant).await?;
         sqlx::query(
             "INSERT INTO tenant_keys (tenant_id, kid, public_key, private_sealed, created_at)

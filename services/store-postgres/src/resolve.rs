@@ -5,7 +5,7 @@ use signet_core::ids::{TenantId, Timestamp};
 use signet_resolve::{AuditNote, SessionRow, SessionStore, SessionStoreError};
 use signet_store_rows::{SessionDbRow, session_error as serr, session_error_from as aerr};
 
-use crate::{PgStore, insert_audit};
+use crate::{PURGE_MARKER, PgStore, insert_audit};
 
 const COLUMNS: &str = "id, principal, issuer, server, version, digest, mode, cache_policy, \
      upstream_url, upstream_sealed, created_at, expires_at";
@@ -18,7 +18,7 @@ impl SessionStore for PgStore {
         s: &SessionRow,
         audit: &AuditNote,
     ) -> Result<(), SessionStoreError> {
-        let mut tx = self.pool.begin().await.map_err(serr)?;
+        let mut tx = self.tenant_tx(tenant).await.map_err(serr)?;
         sqlx::query(sqlx::AssertSqlSafe(format!(
             "INSERT INTO resolve_sessions (tenant_id, {COLUMNS})
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)"
@@ -53,7 +53,7 @@ impl SessionStore for PgStore {
         )))
         .bind(tenant.as_str())
         .bind(id)
-        .fetch_optional(&self.pool)
+        .fetch_optional(&mut *self.tenant_tx(tenant).await.map_err(serr)?)
         .await
         .map_err(serr)?
         .map(SessionRow::try_from)
@@ -66,7 +66,7 @@ impl SessionStore for PgStore {
         id: &str,
         audit: &AuditNote,
     ) -> Result<bool, SessionStoreError> {
-        let mut tx = self.pool.begin().await.map_err(serr)?;
+        let mut tx = self.tenant_tx(tenant).await.map_err(serr)?;
         let gone = sqlx::query("DELETE FROM resolve_sessions WHERE tenant_id = $1 AND id = $2")
             .bind(tenant.as_str())
             .bind(id)
@@ -96,7 +96,7 @@ impl SessionStore for PgStore {
         .bind(tenant.as_str())
         .bind(after.unwrap_or(""))
         .bind(i64::from(limit))
-        .fetch_all(&self.pool)
+        .fetch_all(&mut *self.tenant_tx(tenant).await.map_err(serr)?)
         .await
         .map_err(serr)?
         .into_iter()
@@ -105,13 +105,13 @@ impl SessionStore for PgStore {
     }
 
     async fn record(&self, tenant: &TenantId, audit: &AuditNote) -> Result<(), SessionStoreError> {
-        let mut tx = self.pool.begin().await.map_err(serr)?;
+        let mut tx = self.tenant_tx(tenant).await.map_err(serr)?;
         insert_audit(&mut tx, tenant, audit).await.map_err(aerr)?;
         tx.commit().await.map_err(serr)
     }
 
     async fn purge_expired(&self, before: Timestamp, limit: u32) -> Result<u64, SessionStoreError> {
-        let mut tx = self.pool.begin().await.map_err(serr)?;
+        let mut tx = self.bound_tx(PURGE_MARKER).await.map_err(serr)?;
         let n = sqlx::query(
             "DELETE FROM resolve_sessions WHERE (tenant_id, id) IN
                 (SELECT tenant_id, id FROM resolve_sessions WHERE expires_at < $1 LIMIT $2)",

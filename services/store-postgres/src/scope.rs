@@ -11,7 +11,7 @@ use signet_store_rows::{
     scopes_json,
 };
 
-use crate::{PgStore, insert_audit};
+use crate::{PURGE_MARKER, PgStore, insert_audit};
 
 const PROVIDER_INSERT: &str =
     "name, profile, client_secret_sealed, revision, created_at, updated_at, updated_by";
@@ -44,7 +44,7 @@ impl ScopeStore for PgStore {
         )))
         .bind(tenant.as_str())
         .bind(name)
-        .fetch_optional(&self.pool)
+        .fetch_optional(&mut *self.tenant_tx(tenant).await.map_err(serr)?)
         .await
         .map_err(serr)?
         .map(ProviderRow::try_from)
@@ -61,7 +61,7 @@ impl ScopeStore for PgStore {
         )))
         .bind(tenant.as_str())
         .bind(i64::from(limit))
-        .fetch_all(&self.pool)
+        .fetch_all(&mut *self.tenant_tx(tenant).await.map_err(serr)?)
         .await
         .map_err(serr)?
         .into_iter()
@@ -79,7 +79,7 @@ impl ScopeStore for PgStore {
     ) -> Result<(ProviderRow, bool), ScopeStoreError> {
         let profile =
             serde_json::to_string(w.profile).map_err(|e| ScopeStoreError::Other(e.to_string()))?;
-        let mut tx = self.pool.begin().await.map_err(serr)?;
+        let mut tx = self.tenant_tx(tenant).await.map_err(serr)?;
         let current: Option<i64> = sqlx::query_scalar(
             "SELECT revision FROM scope_providers WHERE tenant_id = $1 AND name = $2 FOR UPDATE",
         )
@@ -169,7 +169,7 @@ impl ScopeStore for PgStore {
         s: &StateRow,
         audit: &AuditNote,
     ) -> Result<(), ScopeStoreError> {
-        let mut tx = self.pool.begin().await.map_err(serr)?;
+        let mut tx = self.tenant_tx(tenant).await.map_err(serr)?;
         sqlx::query(sqlx::AssertSqlSafe(format!(
             "INSERT INTO scope_grants (tenant_id, {GRANT_INSERT})
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9::jsonb, $10::jsonb, $11, $12, $13, $14)"
@@ -217,7 +217,7 @@ impl ScopeStore for PgStore {
         )))
         .bind(tenant.as_str())
         .bind(id)
-        .fetch_optional(&self.pool)
+        .fetch_optional(&mut *self.tenant_tx(tenant).await.map_err(serr)?)
         .await
         .map_err(serr)?
         .map(GrantRow::try_from)
@@ -230,7 +230,7 @@ impl ScopeStore for PgStore {
         id: &str,
         state_hash: &str,
     ) -> Result<Option<StateRow>, ScopeStoreError> {
-        let mut tx = self.pool.begin().await.map_err(serr)?;
+        let mut tx = self.tenant_tx(tenant).await.map_err(serr)?;
         let row = sqlx::query_as::<_, StateDbRow>(
             "DELETE FROM scope_grant_states
              WHERE tenant_id = $1 AND grant_id = $2 AND state_hash = $3
@@ -251,7 +251,7 @@ impl ScopeStore for PgStore {
         before: Timestamp,
         limit: u32,
     ) -> Result<u64, ScopeStoreError> {
-        let mut tx = self.pool.begin().await.map_err(serr)?;
+        let mut tx = self.bound_tx(PURGE_MARKER).await.map_err(serr)?;
         let n = sqlx::query(
             "DELETE FROM scope_grant_states WHERE (tenant_id, grant_id) IN
                 (SELECT tenant_id, grant_id FROM scope_grant_states WHERE expires_at < $1 LIMIT $2)",
@@ -273,7 +273,7 @@ impl ScopeStore for PgStore {
         o: &GrantOutcome,
         audit: &AuditNote,
     ) -> Result<(), ScopeStoreError> {
-        let mut tx = self.pool.begin().await.map_err(serr)?;
+        let mut tx = self.tenant_tx(tenant).await.map_err(serr)?;
         sqlx::query(
             "UPDATE scope_grants SET status = $1, granted = $2::jsonb, error = $3, exchanged_at = $4
              WHERE tenant_id = $5 AND id = $6 AND status = 'pending'",
@@ -304,7 +304,7 @@ impl ScopeStore for PgStore {
         .bind(tenant.as_str())
         .bind(after.unwrap_or(""))
         .bind(i64::from(limit))
-        .fetch_all(&self.pool)
+        .fetch_all(&mut *self.tenant_tx(tenant).await.map_err(serr)?)
         .await
         .map_err(serr)?
         .into_iter()

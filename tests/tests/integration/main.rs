@@ -13,6 +13,7 @@ mod registry;
 mod registry_realdata;
 mod repo;
 mod resolve;
+mod rls;
 mod scope;
 mod scope_grants;
 mod scope_oidc;

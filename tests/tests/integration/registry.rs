@@ -1150,9 +1150,10 @@ async fn documents_are_immutable_in_the_database() {
             signet_server::store::Store::Sqlite(s) => {
                 sqlx::query(sql).execute(s.pool()).await.unwrap_err()
             }
-            signet_server::store::Store::Postgres(s) => {
-                sqlx::query(sql).execute(s.pool()).await.unwrap_err()
-            }
+            signet_server::store::Store::Postgres(_) => sqlx::query(sql)
+                .execute(&app.owner_pool().await.unwrap())
+                .await
+                .unwrap_err(),
         };
         assert!(e.to_string().contains("append-only"), "{sql}: {e}");
     }

@@ -140,12 +140,12 @@ async fn provider_profiles_have_revisions_and_never_return_the_secret() {
         .fetch_one(s.pool())
         .await
         .unwrap(),
-        signet_server::store::Store::Postgres(s) => sqlx::query_scalar(
+        signet_server::store::Store::Postgres(_) => sqlx::query_scalar(
             "SELECT client_secret_sealed FROM scope_providers WHERE tenant_id = $1 AND name = $2",
         )
         .bind(app.tenant.as_str())
         .bind("notes-idp")
-        .fetch_one(s.pool())
+        .fetch_one(&app.owner_pool().await.unwrap())
         .await
         .unwrap(),
     };
@@ -846,10 +846,10 @@ async fn an_expired_state_is_refused_and_nothing_is_exchanged() {
                 .await
                 .unwrap();
         }
-        signet_server::store::Store::Postgres(s) => {
+        signet_server::store::Store::Postgres(_) => {
             sqlx::query("UPDATE scope_grant_states SET expires_at = 0 WHERE tenant_id = $1")
                 .bind(app.tenant.as_str())
-                .execute(s.pool())
+                .execute(&app.owner_pool().await.unwrap())
                 .await
                 .unwrap();
         }
@@ -910,13 +910,13 @@ async fn expired_states_are_purged_and_live_ones_kept() {
             .unwrap();
             "SELECT count(*) FROM scope_grant_states WHERE tenant_id = ?"
         }
-        signet_server::store::Store::Postgres(s) => {
+        signet_server::store::Store::Postgres(_) => {
             sqlx::query(
                 "UPDATE scope_grant_states SET expires_at = -100 WHERE tenant_id = $1 AND grant_id = $2",
             )
             .bind(app.tenant.as_str())
             .bind(&ids[0])
-            .execute(s.pool())
+            .execute(&app.owner_pool().await.unwrap())
             .await
             .unwrap();
             "SELECT count(*) FROM scope_grant_states WHERE tenant_id = $1"
@@ -929,9 +929,9 @@ async fn expired_states_are_purged_and_live_ones_kept() {
                 .fetch_one(s.pool())
                 .await
                 .unwrap(),
-            signet_server::store::Store::Postgres(s) => sqlx::query_scalar::<_, i64>(count)
+            signet_server::store::Store::Postgres(_) => sqlx::query_scalar::<_, i64>(count)
                 .bind(app.tenant.as_str())
-                .fetch_one(s.pool())
+                .fetch_one(&app.owner_pool().await.unwrap())
                 .await
                 .unwrap(),
         }

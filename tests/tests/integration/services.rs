@@ -247,7 +247,11 @@ async fn signet_serve_services_registry_over_tcp() {
         "--services",
         "registry"
     ]);
-    let mut child = Command::new(std::env::current_exe().unwrap())
+    let mut child = Command::new(std::env::current_exe().unwrap());
+    if let Some(owner) = &db.owner_url {
+        child.env("SIGNET_DATABASE_OWNER_URL", owner);
+    }
+    let mut child = child
         .args(["--exact", NAME, "--nocapture", "--test-threads=1"])
         .env(CLI_ARGS, argv.to_string())
         .env("RUST_LOG", "warn")

@@ -34,15 +34,16 @@ async fn migrations_applied_twice_are_a_no_op() {
     let cfg = config_for(&db);
     let store = Store::open(&cfg).await.unwrap();
     assert!(!store.pending_migrations().await.unwrap().is_empty());
-    store.migrate().await.unwrap();
+    let owner = cfg.owner_url().unwrap();
+    store.migrate(owner.as_deref()).await.unwrap();
     assert!(store.pending_migrations().await.unwrap().is_empty());
-    store.migrate().await.unwrap();
+    store.migrate(owner.as_deref()).await.unwrap();
     assert!(store.pending_migrations().await.unwrap().is_empty());
     store.close().await;
     // A second process opening the same database finds nothing to do either.
     let again = Store::open(&cfg).await.unwrap();
     assert!(again.pending_migrations().await.unwrap().is_empty());
-    again.migrate().await.unwrap();
+    again.migrate(owner.as_deref()).await.unwrap();
     again.close().await;
 }
 
@@ -58,7 +59,12 @@ async fn serve_refuses_pending_migrations_when_told_not_to_migrate() {
     assert!(msg.contains("pending migration"), "{msg}");
     assert!(msg.contains("signet migrate"), "{msg}");
     // After `signet migrate` it starts.
-    Store::open(&cfg).await.unwrap().migrate().await.unwrap();
+    Store::open(&cfg)
+        .await
+        .unwrap()
+        .migrate(cfg.owner_url().unwrap().as_deref())
+        .await
+        .unwrap();
     signet_server::serve::open_store(&cfg)
         .await
         .unwrap()
@@ -78,10 +84,16 @@ async fn the_audit_log_is_append_only_in_the_database() {
             let e = sqlx::query(delete).execute(s.pool()).await.unwrap_err();
             assert!(e.to_string().contains("append-only"), "{e}");
         }
-        Store::Postgres(s) => {
-            let e = sqlx::query(update).execute(s.pool()).await.unwrap_err();
+        Store::Postgres(_) => {
+            let e = sqlx::query(update)
+                .execute(&app.owner_pool().await.unwrap())
+                .await
+                .unwrap_err();
             assert!(e.to_string().contains("append-only"), "{e}");
-            let e = sqlx::query(delete).execute(s.pool()).await.unwrap_err();
+            let e = sqlx::query(delete)
+                .execute(&app.owner_pool().await.unwrap())
+                .await
+                .unwrap_err();
             assert!(e.to_string().contains("append-only"), "{e}");
         }
     }
