@@ -192,6 +192,9 @@ pub async fn start(cfg: Config, listener: Option<TcpListener>) -> anyhow::Result
         metrics: Arc::new(Metrics::default()),
         body_limit: cfg.body_limit_bytes,
         request_timeout: Duration::from_secs(cfg.request_timeout_secs),
+        rate_limiter: cfg
+            .rate_limits
+            .limiter(signet_http::ratelimit::Clock::system()),
     };
     let services = cfg.services()?;
     tracing::info!(
