@@ -6,6 +6,7 @@ mod capture;
 mod cli;
 mod input;
 mod isolation;
+mod limits;
 mod ops;
 mod publish;
 mod registry;
