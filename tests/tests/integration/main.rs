@@ -19,6 +19,7 @@ mod scope_oidc;
 mod services;
 mod sessions;
 mod signature_cli;
+mod slow_clients;
 mod smoke;
 mod storage;
 mod telemetry;
