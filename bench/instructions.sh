@@ -25,6 +25,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 SIGNET_BIN=${SIGNET_BIN:-target/release/signet}
+# Measure the server, not its rate limits.
+export SIGNET_RATE_LIMITS__ENABLED=false
 BARE_BIN=${BARE_BIN:-target/release/bare}
 N1=${N1:-500}
 N2=${N2:-1500}

@@ -53,6 +53,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 SIGNET_BIN=${SIGNET_BIN:-target/release/signet}
+# Measure the server, not its rate limits.
+export SIGNET_RATE_LIMITS__ENABLED=false
 BARE_BIN=${BARE_BIN:-target/release/bare}
 OPENLOOP_BIN=${OPENLOOP_BIN:-target/release/openloop}
 OPEN_LOOP=${OPEN_LOOP:-1}

@@ -7,6 +7,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SIGNET_BIN=${SIGNET_BIN:-target/release/signet}
+# Measure the server, not its rate limits.
+export SIGNET_RATE_LIMITS__ENABLED=false
 UPSTREAM_BIN=${UPSTREAM_BIN:-target/release/signet-example-upstream}
 [ -x "$SIGNET_BIN" ] || cargo build --release --locked --bin signet >&2
 [ -x "$UPSTREAM_BIN" ] || cargo build --release --locked -p signet-example-upstream >&2

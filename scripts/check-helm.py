@@ -356,6 +356,21 @@ def check_config(where, cm, values, defaults):
     except tomllib.TOMLDecodeError as e:
         fail(where, f"signet.toml is not TOML: {e}")
         return
+    rl = {**(defaults.get("rateLimits") or {}), **(values.get("rateLimits") or {})}
+    got_rl = cfg.get("rate_limits") or {}
+    if got_rl.get("enabled") != rl.get("enabled") or got_rl.get("max_buckets") != rl.get("maxBuckets"):
+        fail(where, f"rate_limits: {got_rl!r}, values say {rl!r}")
+    for cls, lim in (rl.get("classes") or {}).items():
+        g = got_rl.get(cls) or {}
+        for key, wkey in [("tenant_rate", "tenantRate"), ("tenant_burst", "tenantBurst"),
+                          ("principal_rate", "principalRate"), ("principal_burst", "principalBurst")]:
+            if g.get(key) != lim.get(wkey):
+                fail(where, f"rate_limits.{cls}.{key}: {g.get(key)!r}, values say {lim.get(wkey)!r}")
+    conn = {**(defaults.get("connections") or {}), **(values.get("connections") or {})}
+    got_conn = cfg.get("connections") or {}
+    if (got_conn.get("header_read_timeout_secs"), got_conn.get("max_connections")) != (
+            conn.get("headerReadTimeoutSecs"), conn.get("maxConnections")):
+        fail(where, f"connections: {got_conn!r}, values say {conn!r}")
     want = (values.get("auth") or {}).get("issuers", (defaults.get("auth") or {}).get("issuers")) or []
     got = (cfg.get("auth") or {}).get("issuers") or []
     if len(got) != len(want):

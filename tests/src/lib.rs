@@ -20,6 +20,7 @@ use serde_json::{Value, json};
 use signet_core::ids::TenantId;
 use signet_http::Authenticator;
 use signet_http::auth::{ClaimMapping, IssuerConfig, KeySource};
+use signet_http::ratelimit::{Clock, RateLimiter};
 use signet_server::app::{self, AppContext};
 use signet_server::config::Config;
 use signet_server::metrics::Metrics;
@@ -289,6 +290,12 @@ pub fn config_for(db: &FreshDb) -> Config {
         data_dir: db.dir.path().to_path_buf(),
         database_url: db.url.clone(),
         database_owner_url: db.owner_url.clone(),
+        // Off unless a test turns them on (`tests/.../limits.rs`): the
+        // suite's own bursts are not what it checks.
+        rate_limits: signet_server::config::RateLimitSettings {
+            enabled: false,
+            ..Default::default()
+        },
         ..Config::default()
     }
 }
@@ -308,6 +315,9 @@ pub struct TestApp {
     /// The server encryption key (base64) sealing the tenants' attestation
     /// keys: `encryption_key` of the configuration, or a fixed test key.
     pub encryption_key: String,
+    /// The rate limiter (`None` unless the configuration enables it), on a
+    /// manual clock: tests advance it instead of sleeping.
+    pub rate_limiter: Option<Arc<RateLimiter>>,
 }
 
 /// A response, read whole.
@@ -365,6 +375,7 @@ fn app_router(
     authn: &Arc<Authenticator>,
     key: &str,
     services: &[Service],
+    rate_limiter: Option<Arc<RateLimiter>>,
 ) -> Router {
     let keyring =
         Arc::new(signet_registry::keys::Keyring::from_base64(key).expect("encryption key"));
@@ -385,6 +396,7 @@ fn app_router(
             metrics: Arc::new(Metrics::default()),
             body_limit: cfg.body_limit_bytes,
             request_timeout: Duration::from_secs(cfg.request_timeout_secs),
+            rate_limiter,
         },
         services,
     )
@@ -415,7 +427,15 @@ impl TestApp {
             .encryption_key
             .clone()
             .unwrap_or_else(|| base64::engine::general_purpose::STANDARD.encode([42u8; 32]));
-        let router = app_router(&cfg, &store, &authn, &encryption_key, &Service::ALL);
+        let rate_limiter = cfg.rate_limits.limiter(Clock::manual());
+        let router = app_router(
+            &cfg,
+            &store,
+            &authn,
+            &encryption_key,
+            &Service::ALL,
+            rate_limiter.clone(),
+        );
         let mut app = TestApp {
             router,
             store,
@@ -423,6 +443,7 @@ impl TestApp {
             authn,
             db,
             encryption_key,
+            rate_limiter,
         };
         app.tenant = app.new_tenant().await;
         app
@@ -436,7 +457,14 @@ impl TestApp {
             .await
             .expect("open store");
         let authn = Arc::new(Authenticator::new(test_issuers(), cfg.auth.leeway_secs));
-        let router = app_router(&cfg, &store, &authn, &self.encryption_key, &Service::ALL);
+        let router = app_router(
+            &cfg,
+            &store,
+            &authn,
+            &self.encryption_key,
+            &Service::ALL,
+            None,
+        );
         TestApp {
             router,
             store,
@@ -448,6 +476,7 @@ impl TestApp {
                 dir: tempfile::tempdir().expect("tempdir"),
             },
             encryption_key: self.encryption_key.clone(),
+            rate_limiter: None,
         }
     }
 
@@ -462,6 +491,7 @@ impl TestApp {
             &self.authn,
             &self.encryption_key,
             services,
+            self.rate_limiter.clone(),
         );
         TestApp {
             router,
@@ -474,6 +504,7 @@ impl TestApp {
                 dir: tempfile::tempdir().expect("tempdir"),
             },
             encryption_key: self.encryption_key.clone(),
+            rate_limiter: self.rate_limiter.clone(),
         }
     }
 

@@ -13,6 +13,7 @@ pub mod cpu;
 pub mod hot;
 pub mod pagination;
 pub mod problem;
+pub mod ratelimit;
 pub mod report;
 pub mod tenant;
 

@@ -7,6 +7,10 @@
 //! so tenants cannot even be enumerated. A `platform` token may address any
 //! tenant (it manages them), but holds no role inside one.
 //!
+//! Admission charges the request to the rate limits of its tenant and
+//! caller ([`crate::ratelimit`]) when the edge installed a limiter: over
+//! either, `429 rate_limited`.
+//!
 //! A `TenantScope` cannot be built outside this module, so a service
 //! function that takes `&TenantScope` cannot be called for a tenant the
 //! caller was not admitted to.
@@ -20,6 +24,7 @@ use signet_core::ids::TenantId;
 
 use crate::auth::{Auth, Principal, Role};
 use crate::problem::ApiError;
+use crate::ratelimit::Charge;
 
 /// A request admitted to one tenant.
 #[derive(Debug, Clone)]
@@ -85,6 +90,14 @@ impl<S: Send + Sync> FromRequestParts<S> for TenantScope {
         let admitted = principal.has(Role::Platform) || principal.tenant.as_ref() == Some(&tenant);
         if !admitted {
             return Err(tenant_not_found());
+        }
+        // Charged here, once admitted: a request for a tenant that is not
+        // the caller's never touches that tenant's buckets.
+        if let Some(charge) = parts.extensions.remove::<Charge>() {
+            charge
+                .limiter
+                .check(&tenant, &principal, charge.class)
+                .map_err(|limited| limited.into_error())?;
         }
         // The request span (opened by the server's edge) carries the tenant
         // (when a subscriber records it at all).

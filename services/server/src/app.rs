@@ -11,6 +11,7 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use signet_http::Authenticator;
 use signet_http::problem::{ApiError, ProblemBody};
+use signet_http::ratelimit::RateLimiter;
 use signet_tenancy::{TenancyState, TenantStore};
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
@@ -42,6 +43,8 @@ pub struct AppContext {
     pub body_limit: usize,
     /// Per-request timeout.
     pub request_timeout: Duration,
+    /// Rate limits charged on tenant admission (`None`: off).
+    pub rate_limiter: Option<Arc<RateLimiter>>,
 }
 
 #[derive(OpenApi)]
@@ -93,6 +96,7 @@ struct OpsState {
     metrics: Arc<Metrics>,
     resolve: signet_resolve::ResolveState,
     protected_resource: Arc<ProtectedResource>,
+    rate_limiter: Option<Arc<RateLimiter>>,
 }
 
 fn ops_router() -> OpenApiRouter<OpsState> {
@@ -327,6 +331,9 @@ async fn protected_resource_metadata(
     responses((status = 200, description = "Metrics", content_type = "text/plain; version=0.0.4")))]
 async fn metrics(State(st): State<OpsState>) -> Response {
     let mut text = st.metrics.render();
+    if let Some(limiter) = &st.rate_limiter {
+        crate::metrics::render_rate_limited(limiter, &mut text);
+    }
     // The cache counts lazily: settle pending evictions first (off the
     // async workers), so the figures are those of now.
     let engine = st.resolve.engine.clone();
@@ -367,6 +374,7 @@ pub fn build_for(ctx: AppContext, services: &[Service]) -> Router {
         metrics: ctx.metrics.clone(),
         resolve: ctx.resolve.clone(),
         protected_resource: ctx.protected_resource.clone(),
+        rate_limiter: ctx.rate_limiter.clone(),
     });
     let docs: Router = SwaggerUi::new("/docs")
         .url("/openapi.json", openapi())
@@ -394,5 +402,6 @@ pub fn build_for(ctx: AppContext, services: &[Service]) -> Router {
         ctx.body_limit,
         ctx.request_timeout,
         ctx.protected_resource.clone(),
+        ctx.rate_limiter.clone(),
     ))
 }

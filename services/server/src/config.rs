@@ -76,6 +76,172 @@ pub struct Config {
     /// upstream timeouts.
     #[serde(default)]
     pub resolve: ResolveSettings,
+    /// Rate limits (`[rate_limits]`): token buckets per tenant and per
+    /// caller, per route class. Per process: see `docs/OPERATIONS.md`.
+    #[serde(default)]
+    pub rate_limits: RateLimitSettings,
+    /// Connection limits (`[connections]`): header read timeout, most open
+    /// connections.
+    #[serde(default)]
+    pub connections: ConnectionSettings,
+}
+
+/// Rate limits of one route class: a sustained rate (requests per second)
+/// and a burst, for the tenant as a whole and for each caller in it.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClassLimits {
+    /// Requests per second one tenant may sustain.
+    pub tenant_rate: f64,
+    /// Requests one tenant may make at once after a quiet period.
+    pub tenant_burst: u32,
+    /// Requests per second one caller (issuer and subject) may sustain.
+    pub principal_rate: f64,
+    /// Requests one caller may make at once after a quiet period.
+    pub principal_burst: u32,
+}
+
+impl ClassLimits {
+    const fn new(
+        tenant_rate: f64,
+        tenant_burst: u32,
+        principal_rate: f64,
+        principal_burst: u32,
+    ) -> Self {
+        ClassLimits {
+            tenant_rate,
+            tenant_burst,
+            principal_rate,
+            principal_burst,
+        }
+    }
+}
+
+/// `[rate_limits]`: token buckets charged when a request is admitted to a
+/// tenant (see `signet_http::ratelimit`); over either → `429 rate_limited`
+/// with `Retry-After`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RateLimitSettings {
+    /// Whether requests are limited at all.
+    pub enabled: bool,
+    /// Most buckets this process keeps (each is a few dozen bytes); idle
+    /// full buckets are dropped first.
+    pub max_buckets: usize,
+    /// `PUT .../versions/{version}`, `POST .../import/server-json`.
+    pub publish: ClassLimits,
+    /// Every `/sessions` route (opening, resolving, closing, listing).
+    pub resolve: ClassLimits,
+    /// `POST .../scopes/plan`.
+    pub plan: ClassLimits,
+    /// Grants, their code exchange, provider profiles.
+    pub grants: ClassLimits,
+    /// Every other tenant route.
+    pub reads: ClassLimits,
+}
+
+impl Default for RateLimitSettings {
+    fn default() -> Self {
+        RateLimitSettings {
+            enabled: true,
+            max_buckets: 100_000,
+            publish: ClassLimits::new(5.0, 50, 2.0, 20),
+            resolve: ClassLimits::new(500.0, 1000, 200.0, 400),
+            plan: ClassLimits::new(50.0, 100, 20.0, 50),
+            grants: ClassLimits::new(20.0, 50, 5.0, 20),
+            reads: ClassLimits::new(1000.0, 2000, 500.0, 1000),
+        }
+    }
+}
+
+impl RateLimitSettings {
+    /// Each class with its limits, in [`signet_http::ratelimit::RouteClass::ALL`] order.
+    pub fn classes(&self) -> [(signet_http::ratelimit::RouteClass, ClassLimits); 5] {
+        use signet_http::ratelimit::RouteClass as C;
+        [
+            (C::Publish, self.publish),
+            (C::Resolve, self.resolve),
+            (C::Plan, self.plan),
+            (C::Grants, self.grants),
+            (C::Reads, self.reads),
+        ]
+    }
+
+    /// The limiter these settings describe (`None` when disabled).
+    pub fn limiter(
+        &self,
+        clock: signet_http::ratelimit::Clock,
+    ) -> Option<std::sync::Arc<signet_http::ratelimit::RateLimiter>> {
+        use signet_http::ratelimit::{Limits, Rate, RateLimiter};
+        if !self.enabled {
+            return None;
+        }
+        let classes = self.classes();
+        let tenant = classes.map(|(_, l)| Rate {
+            per_second: l.tenant_rate,
+            burst: l.tenant_burst,
+        });
+        let principal = classes.map(|(_, l)| Rate {
+            per_second: l.principal_rate,
+            burst: l.principal_burst,
+        });
+        Some(std::sync::Arc::new(RateLimiter::new(
+            Limits {
+                tenant,
+                principal,
+                max_buckets: self.max_buckets,
+            },
+            clock,
+        )))
+    }
+
+    fn validate(&self) -> anyhow::Result<()> {
+        if self.max_buckets < 1024 {
+            bail!("rate_limits.max_buckets must be at least 1024");
+        }
+        for (class, l) in self.classes() {
+            let at = format!("rate_limits.{}", class.name());
+            for (name, rate) in [
+                ("tenant_rate", l.tenant_rate),
+                ("principal_rate", l.principal_rate),
+            ] {
+                if !(rate.is_finite() && rate > 0.0) {
+                    bail!("{at}.{name} must be a number greater than 0");
+                }
+            }
+            for (name, burst) in [
+                ("tenant_burst", l.tenant_burst),
+                ("principal_burst", l.principal_burst),
+            ] {
+                if burst == 0 {
+                    bail!("{at}.{name} must be at least 1");
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `[connections]`: what one client connection may hold.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ConnectionSettings {
+    /// Seconds a client has to send a request's complete header section
+    /// (per request, also between requests on a kept-alive connection);
+    /// later, the connection is closed.
+    pub header_read_timeout_secs: u64,
+    /// Most connections open at once; the listener stops accepting while
+    /// this many are open.
+    pub max_connections: usize,
+}
+
+impl Default for ConnectionSettings {
+    fn default() -> Self {
+        ConnectionSettings {
+            header_read_timeout_secs: 10,
+            max_connections: 10_000,
+        }
+    }
 }
 
 /// Resolve-cache settings.
@@ -253,6 +419,8 @@ impl Default for Config {
             telemetry: TelemetryConfig::default(),
             limits: Limits::default(),
             resolve: ResolveSettings::default(),
+            rate_limits: RateLimitSettings::default(),
+            connections: ConnectionSettings::default(),
         }
     }
 }
@@ -381,6 +549,13 @@ impl Config {
                 "resolve.default_session_ttl_secs must be between 1 and resolve.max_session_ttl_secs ({})",
                 r.max_session_ttl_secs
             );
+        }
+        self.rate_limits.validate()?;
+        if self.connections.header_read_timeout_secs == 0 {
+            bail!("connections.header_read_timeout_secs must be greater than 0");
+        }
+        if self.connections.max_connections == 0 {
+            bail!("connections.max_connections must be greater than 0");
         }
         let l = &self.limits;
         for (name, value) in [
@@ -914,6 +1089,53 @@ roles = ["reader", "client"]
                 .to_string()
                 .contains("at least one")
         );
+    }
+
+    #[test]
+    fn rate_and_connection_limits_load_and_are_checked() {
+        let cfg = load_toml(
+            "[rate_limits]\nenabled = false\n[rate_limits.publish]\ntenant_rate = 0.5\ntenant_burst = 3\nprincipal_rate = 1\nprincipal_burst = 2\n[connections]\nheader_read_timeout_secs = 3\n",
+        )
+        .unwrap();
+        assert!(!cfg.rate_limits.enabled);
+        assert!(
+            cfg.rate_limits
+                .limiter(signet_http::ratelimit::Clock::system())
+                .is_none()
+        );
+        assert_eq!(cfg.rate_limits.publish.tenant_rate, 0.5);
+        assert_eq!(cfg.rate_limits.publish.principal_rate, 1.0);
+        assert_eq!(cfg.rate_limits.reads.tenant_burst, 2000, "defaults kept");
+        assert_eq!(cfg.connections.header_read_timeout_secs, 3);
+        assert_eq!(cfg.connections.max_connections, 10_000);
+        assert!(
+            Config::default()
+                .rate_limits
+                .limiter(signet_http::ratelimit::Clock::system())
+                .is_some()
+        );
+        for (text, want) in [
+            (
+                "[rate_limits.plan]\ntenant_rate = 0\ntenant_burst = 1\nprincipal_rate = 1\nprincipal_burst = 1",
+                "rate_limits.plan.tenant_rate",
+            ),
+            (
+                "[rate_limits.grants]\ntenant_rate = 1\ntenant_burst = 1\nprincipal_rate = 1\nprincipal_burst = 0",
+                "rate_limits.grants.principal_burst",
+            ),
+            ("[rate_limits]\nmax_buckets = 10", "rate_limits.max_buckets"),
+            (
+                "[connections]\nmax_connections = 0",
+                "connections.max_connections",
+            ),
+            (
+                "[connections]\nheader_read_timeout_secs = 0",
+                "connections.header_read_timeout_secs",
+            ),
+        ] {
+            let e = format!("{:#}", load_toml(text).unwrap_err());
+            assert!(e.contains(want), "{text}: {e}");
+        }
     }
 
     #[test]

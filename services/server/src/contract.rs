@@ -12,7 +12,7 @@
 //! | has `{tenant}` in its path | `404` (unknown tenant, or another tenant's) |
 //! | takes a body | `400` (malformed JSON), `413` (over the body limit), `415` (not JSON), `422` (a valid JSON value the operation refuses) |
 //! | takes query parameters | `400` (a parameter that does not parse) |
-//! | needs a token | `429` (a rate limit, with `Retry-After`) |
+//! | needs a token | `429` (`rate_limited`: a rate limit, with `Retry-After`) |
 //! | reads or writes the database | `503` (database unavailable, with `Retry-After`) |
 //!
 //! A status the handler already documents keeps its own description and
@@ -126,7 +126,7 @@ fn complete_operation(op: &mut Operation, path_has_tenant: bool) {
     if secured {
         add(
             "429",
-            "A rate limit was reached; retry after `Retry-After` seconds",
+            "A rate limit of the tenant or of the caller was reached (problem code `rate_limited`, with the route `class` and the `scope` whose bucket is empty); retry after `Retry-After` seconds",
             Some(Extra::RetryAfter),
         );
     }

@@ -11,7 +11,9 @@
 //!   formatted, no trace context parsed);
 //! - refuses a declared body over the limit at once (413) and sets the
 //!   limit the body extractors apply to any other body;
-//! - places the [`Authenticator`] in the request extensions;
+//! - places the [`Authenticator`] in the request extensions, and the rate
+//!   limiter with the route's class ([`crate::rate_limits`]) that
+//!   `TenantScope` charges on admission;
 //! - bounds the handler by the request timeout (408);
 //! - renders every error as `application/problem+json` carrying the request
 //!   id, including rejections that never reached a handler (unknown route,
@@ -34,6 +36,7 @@ use axum::response::{IntoResponse, Response};
 use signet_http::Authenticator;
 use signet_http::body::too_large;
 use signet_http::problem::{ApiError, NotAProblem, PROBLEM_JSON, RenderedProblem};
+use signet_http::ratelimit::{Charge, RateLimiter};
 use tower::{Layer, Service};
 use tracing::Instrument as _;
 
@@ -51,6 +54,8 @@ struct Shared {
     timeout: Duration,
     /// Names the RFC 9728 metadata every `401` points at.
     protected: Arc<ProtectedResource>,
+    /// Rate limits (`None`: off).
+    limiter: Option<Arc<RateLimiter>>,
 }
 
 /// The edge layer (see the module documentation).
@@ -60,13 +65,15 @@ pub struct EdgeLayer(Arc<Shared>);
 impl EdgeLayer {
     /// An edge recording into `metrics`, authenticating with `authn`,
     /// refusing bodies over `body_limit` bytes and answering 408 after
-    /// `timeout`; every `401` names `protected`'s metadata.
+    /// `timeout`; every `401` names `protected`'s metadata; tenant routes
+    /// are charged to `limiter`.
     pub fn new(
         metrics: Arc<Metrics>,
         authn: Arc<Authenticator>,
         body_limit: usize,
         timeout: Duration,
         protected: Arc<ProtectedResource>,
+        limiter: Option<Arc<RateLimiter>>,
     ) -> EdgeLayer {
         EdgeLayer(Arc::new(Shared {
             metrics,
@@ -74,6 +81,7 @@ impl EdgeLayer {
             body_limit,
             timeout,
             protected,
+            limiter,
         }))
     }
 }
@@ -144,6 +152,14 @@ where
                 DefaultBodyLimit::max(shared.body_limit).apply(&mut req);
             }
             req.extensions_mut().insert(shared.authn.clone());
+            if let (Some(limiter), Some(m)) = (&shared.limiter, &matched)
+                && let Some(class) = crate::rate_limits::classify(&method, m.as_str())
+            {
+                req.extensions_mut().insert(Charge {
+                    limiter: limiter.clone(),
+                    class,
+                });
+            }
             Some(self.inner.call(req))
         };
         Box::pin(async move {

@@ -13,6 +13,7 @@ pub mod devkeys;
 pub mod edge;
 pub mod metrics;
 pub mod purge;
+pub mod rate_limits;
 pub mod registry_wiring;
 pub mod resolve_wiring;
 pub mod scope_wiring;

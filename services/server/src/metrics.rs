@@ -12,6 +12,7 @@
 //! | `signet_http_requests_total`            | `signet.http.requests`         | counter   | route, method, status|
 //! | `signet_http_request_duration_seconds`  | `signet.http.request.duration` | histogram | route, method, status|
 //! | `signet_build_info`                     | `signet.build.info`            | gauge     | version              |
+//! | `signet_rate_limited_total`             | (Prometheus only)              | counter   | class, scope         |
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -297,6 +298,31 @@ fn escape(s: &str) -> String {
     s.replace('\\', "\\\\")
         .replace('"', "\\\"")
         .replace('\n', "\\n")
+}
+
+/// Requests refused by a rate limit (counter, Prometheus only).
+pub const RATE_LIMITED: &str = "signet_rate_limited_total";
+
+/// Appends `signet_rate_limited_total{class,scope}`: requests answered
+/// `429` per route class and bucket scope (`tenant` or `principal`). Both
+/// labels are fixed sets.
+pub fn render_rate_limited(limiter: &signet_http::ratelimit::RateLimiter, out: &mut String) {
+    use signet_http::ratelimit::{LimitScope, RouteClass};
+    let _ = writeln!(
+        out,
+        "# HELP {RATE_LIMITED} Requests refused by a rate limit.\n# TYPE {RATE_LIMITED} counter"
+    );
+    for class in RouteClass::ALL {
+        for scope in LimitScope::ALL {
+            let _ = writeln!(
+                out,
+                "{RATE_LIMITED}{{class=\"{}\",scope=\"{}\"}} {}",
+                class.name(),
+                scope.name(),
+                limiter.refused(class, scope)
+            );
+        }
+    }
 }
 
 /// Resolve-cache metrics (Prometheus names; counters since start). Labels:

@@ -195,6 +195,9 @@ pub async fn start(cfg: Config, listener: Option<TcpListener>) -> anyhow::Result
         metrics: Arc::new(Metrics::default()),
         body_limit: cfg.body_limit_bytes,
         request_timeout: Duration::from_secs(cfg.request_timeout_secs),
+        rate_limiter: cfg
+            .rate_limits
+            .limiter(signet_http::ratelimit::Clock::system()),
     };
     let services = cfg.services()?;
     tracing::info!(
@@ -214,6 +217,7 @@ pub async fn start(cfg: Config, listener: Option<TcpListener>) -> anyhow::Result
     let signals = shutdown_signal().context("installing the signal handlers")?;
     let (tx, rx) = oneshot::channel::<()>();
     let grace = Duration::from_secs(cfg.shutdown_grace_secs);
+    let connections = cfg.connections.clone();
     let backend = store.kind();
     let task = tokio::spawn(async move {
         let (sig_tx, sig_rx) = oneshot::channel::<()>();
@@ -228,9 +232,7 @@ pub async fn start(cfg: Config, listener: Option<TcpListener>) -> anyhow::Result
             );
             let _ = sig_tx.send(());
         };
-        let served = std::future::IntoFuture::into_future(
-            axum::serve(listener, router).with_graceful_shutdown(signal),
-        );
+        let served = accept_loop(listener, router, connections, signal);
         let forced = async move {
             if sig_rx.await.is_ok() {
                 tokio::time::sleep(grace).await;
@@ -239,7 +241,7 @@ pub async fn start(cfg: Config, listener: Option<TcpListener>) -> anyhow::Result
             }
         };
         let result = tokio::select! {
-            r = served => r.context("server error"),
+            () = served => Ok(()),
             _ = forced => {
                 tracing::warn!("grace period over; dropping the remaining connections");
                 Ok(())
@@ -257,6 +259,87 @@ pub async fn start(cfg: Config, listener: Option<TcpListener>) -> anyhow::Result
         shutdown: Some(tx),
         task,
     })
+}
+
+/// Accepts connections until `shutdown`, then lets the open ones finish
+/// their requests (HTTP/1.1 graceful shutdown: no new request on a
+/// connection, the one in flight answered).
+///
+/// `axum::serve` would do the same but reads request headers with no time
+/// limit, so a client sending a header a byte at a time (slowloris) holds
+/// its connection for ever. Here:
+///
+/// - every connection must deliver each request's complete header section
+///   within `header_read_timeout_secs` (the clock starts when the server
+///   waits for a request, so an idle kept-alive connection is closed after
+///   it too), else hyper closes it;
+/// - at most `max_connections` are open at once: past that, the loop waits
+///   for one to close before accepting (further clients queue in the
+///   kernel's backlog, then are refused by it);
+/// - a body is bounded by the edge (declared length over the limit → 413
+///   at once, any body → at most the limit read) and in time by the request
+///   timeout (408), which covers a body that stops arriving.
+///
+/// HTTP/1.1 only: HTTP/2 (which has no header read timeout in hyper) belongs
+/// at the ingress in front of the replicas.
+async fn accept_loop(
+    listener: TcpListener,
+    router: axum::Router,
+    limits: crate::config::ConnectionSettings,
+    shutdown: impl std::future::Future<Output = ()>,
+) {
+    use hyper_util::rt::{TokioIo, TokioTimer};
+    use hyper_util::server::graceful::GracefulShutdown;
+    use hyper_util::service::TowerToHyperService;
+
+    let permits = Arc::new(tokio::sync::Semaphore::new(limits.max_connections));
+    let graceful = GracefulShutdown::new();
+    let mut http = hyper::server::conn::http1::Builder::new();
+    http.timer(TokioTimer::new())
+        .header_read_timeout(Duration::from_secs(limits.header_read_timeout_secs));
+    tokio::pin!(shutdown);
+    loop {
+        let permit = tokio::select! {
+            biased;
+            () = &mut shutdown => break,
+            p = permits.clone().acquire_owned() => match p {
+                Ok(p) => p,
+                Err(_) => break,
+            },
+        };
+        let (stream, _peer) = tokio::select! {
+            biased;
+            () = &mut shutdown => break,
+            r = listener.accept() => match r {
+                Ok(accepted) => accepted,
+                Err(e) => {
+                    // Out of descriptors and the like: back off instead of
+                    // spinning; a failed handshake of one client is not an
+                    // error of the server.
+                    if !matches!(
+                        e.kind(),
+                        std::io::ErrorKind::ConnectionAborted | std::io::ErrorKind::ConnectionReset
+                    ) {
+                        tracing::warn!(error = %e, "accepting a connection failed");
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                    }
+                    continue;
+                }
+            },
+        };
+        // As `axum::serve` did not: small answers leave at once.
+        let _ = stream.set_nodelay(true);
+        let service = TowerToHyperService::new(router.clone());
+        let conn = graceful.watch(http.serve_connection(TokioIo::new(stream), service));
+        tokio::spawn(async move {
+            if let Err(e) = conn.await {
+                tracing::debug!(error = %e, "connection closed with an error");
+            }
+            drop(permit);
+        });
+    }
+    drop(listener);
+    graceful.shutdown().await;
 }
 
 async fn ensure_dev_tenant(store: &Store, key: &DevKey) -> anyhow::Result<DevTokens> {

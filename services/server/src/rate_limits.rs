@@ -1,0 +1,127 @@
+//! Which rate-limit class each tenant route belongs to.
+//!
+//! The limiter itself is `signet_http::ratelimit`; the edge looks the
+//! matched route up here and hands `TenantScope` the class to charge. The
+//! table names every tenant route explicitly (a test fails when the OpenAPI
+//! document lists one that is not here), so a new route is classified on
+//! purpose, never by accident:
+//!
+//! | class | routes |
+//! | --- | --- |
+//! | `publish` | `PUT .../servers/{server}/versions/{version}`, `POST .../import/server-json` |
+//! | `resolve` | every `.../sessions` route (open, list, read, close, resolve, batch) |
+//! | `plan` | `POST .../scopes/plan` |
+//! | `grants` | `GET`/`POST .../grants`, `POST .../grants/{grant}/exchange`, `GET`/`PUT .../providers/{provider}` |
+//! | `reads` | every other tenant route: reads, the `/t/{tenant}/v0.1` subregistry, verify, and the light writes (review, status, policy) |
+//!
+//! Routes without a tenant (`POST /v1/tenants`, the operational routes)
+//! are not limited.
+
+use axum::http::Method;
+use signet_http::ratelimit::RouteClass;
+
+/// The class of a route, by method and route template; `None` for a route
+/// no tenant is admitted to.
+pub fn classify(method: &Method, template: &str) -> Option<RouteClass> {
+    use RouteClass::{Grants, Plan, Publish, Reads, Resolve};
+    const T: &str = "/v1/tenants/{tenant}";
+    let rest = template.strip_prefix(T);
+    let Some(rest) = rest else {
+        return match template {
+            "/t/{tenant}/v0.1/servers"
+            | "/t/{tenant}/v0.1/servers/{serverName}/versions"
+            | "/t/{tenant}/v0.1/servers/{serverName}/versions/{version}" => Some(Reads),
+            _ => None,
+        };
+    };
+    let m = method.as_str();
+    let class = match (m, rest) {
+        ("PUT", "/servers/{server}/versions/{version}") | ("POST", "/import/server-json") => {
+            Publish
+        }
+        ("GET" | "POST", "/sessions")
+        | ("GET" | "DELETE", "/sessions/{id}")
+        | ("POST", "/sessions/{id}/resolve" | "/sessions/{id}/resolve/batch") => Resolve,
+        ("POST", "/scopes/plan") => Plan,
+        ("GET" | "POST", "/grants")
+        | ("POST", "/grants/{grant}/exchange")
+        | ("GET" | "PUT", "/providers/{provider}") => Grants,
+        ("GET", "" | "/audit" | "/jwks.json" | "/servers" | "/servers/{server}")
+        | ("GET" | "PUT", "/policy")
+        | (
+            "GET",
+            "/servers/{server}/diff"
+            | "/servers/{server}/versions/{version}"
+            | "/servers/{server}/versions/{version}/attestation"
+            | "/servers/{server}/versions/{version}/card"
+            | "/servers/{server}/versions/{version}/scopes"
+            | "/servers/{server}/versions/{version}/signature"
+            | "/servers/{server}/versions/{version}/tools",
+        )
+        | (
+            "POST",
+            "/servers/{server}/versions/{version}/review"
+            | "/servers/{server}/versions/{version}/status"
+            | "/servers/{server}/versions/{version}/verify",
+        ) => Reads,
+        // A HEAD is charged as the GET it mirrors.
+        ("HEAD", _) => return classify(&Method::GET, template),
+        _ => return None,
+    };
+    Some(class)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_tenant_operation_is_classified_and_no_other() {
+        let doc = serde_json::to_value(crate::app::openapi()).unwrap();
+        let mut seen = 0;
+        for (path, item) in doc["paths"].as_object().unwrap() {
+            for (method, _) in item.as_object().unwrap() {
+                let Ok(m) = method.to_ascii_uppercase().parse::<Method>() else {
+                    continue;
+                };
+                if !matches!(m, Method::GET | Method::PUT | Method::POST | Method::DELETE) {
+                    continue;
+                }
+                let class = classify(&m, path);
+                if path.contains("{tenant}") {
+                    assert!(class.is_some(), "{method} {path} has no rate-limit class");
+                    seen += 1;
+                } else {
+                    assert!(class.is_none(), "{method} {path} has no tenant");
+                }
+            }
+        }
+        assert!(seen > 30, "{seen} tenant operations");
+        assert_eq!(
+            classify(
+                &Method::PUT,
+                "/v1/tenants/{tenant}/servers/{server}/versions/{version}"
+            ),
+            Some(RouteClass::Publish)
+        );
+        assert_eq!(
+            classify(&Method::POST, "/v1/tenants/{tenant}/sessions/{id}/resolve"),
+            Some(RouteClass::Resolve)
+        );
+        assert_eq!(
+            classify(&Method::POST, "/v1/tenants/{tenant}/scopes/plan"),
+            Some(RouteClass::Plan)
+        );
+        assert_eq!(
+            classify(
+                &Method::POST,
+                "/v1/tenants/{tenant}/grants/{grant}/exchange"
+            ),
+            Some(RouteClass::Grants)
+        );
+        assert_eq!(
+            classify(&Method::HEAD, "/v1/tenants/{tenant}/servers"),
+            Some(RouteClass::Reads)
+        );
+    }
+}
