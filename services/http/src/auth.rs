@@ -33,12 +33,12 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 use axum::http::{HeaderValue, StatusCode, header};
-use base64::Engine as _;
 use jsonwebtoken::jwk::JwkSet;
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use signet_core::ids::TenantId;
 use tokio::sync::Mutex;
 
+use crate::bearer;
 use crate::problem::ApiError;
 
 /// Largest `Authorization` header accepted.
@@ -554,20 +554,17 @@ impl Authenticator {
         // Bytes first: a cached token is found without checking the header
         // character by character (a cached token was checked when cached,
         // and a hit compares equal to it).
-        let bytes = value.as_bytes();
-        let (scheme, token) = match bytes.iter().position(|b| *b == b' ') {
-            Some(i) => (&bytes[..i], &bytes[i + 1..]),
-            None => (bytes, &b""[..]),
-        };
-        if !scheme.eq_ignore_ascii_case(b"bearer") {
-            if value.to_str().is_err() {
-                return Err(AuthError::Invalid(
-                    "authorization header is not ASCII".into(),
-                ));
+        let token = match bearer::split_authorization(value.as_bytes()) {
+            bearer::Credentials::Bearer(token) => token,
+            bearer::Credentials::OtherScheme => {
+                if value.to_str().is_err() {
+                    return Err(AuthError::Invalid(
+                        "authorization header is not ASCII".into(),
+                    ));
+                }
+                return Err(AuthError::Missing);
             }
-            return Err(AuthError::Missing);
-        }
-        let token = token.trim_ascii();
+        };
         if let Some(hit) = self.cached(token) {
             return hit;
         }
@@ -616,22 +613,11 @@ impl Authenticator {
 
     async fn verify_uncached(&self, token: &str) -> Result<Principal, AuthError> {
         let invalid = |s: &str| AuthError::Invalid(s.to_owned());
-        let segments: Vec<&str> = token.split('.').collect();
-        if segments.len() != 3 {
-            return Err(invalid("a JWT has exactly three segments"));
-        }
+        let [_, payload, _] = bearer::jwt_segments(token).map_err(invalid)?;
         let header = jsonwebtoken::decode_header(token)
             .map_err(|_| invalid("malformed token header or unsupported algorithm"))?;
-        let payload = base64::engine::general_purpose::URL_SAFE_NO_PAD
-            .decode(segments[1])
-            .map_err(|_| invalid("token payload is not base64url"))?;
-        let payload: serde_json::Value =
-            serde_json::from_slice(&payload).map_err(|_| invalid("token payload is not JSON"))?;
-        let iss = payload
-            .get("iss")
-            .ok_or_else(|| invalid("missing required claim iss"))?
-            .as_str()
-            .ok_or_else(|| invalid("claim iss must be a string"))?;
+        let payload = bearer::payload_claims(payload).map_err(invalid)?;
+        let iss = bearer::issuer(&payload).map_err(invalid)?;
         let issuer = self
             .issuers
             .get(iss)

@@ -8,6 +8,7 @@
 //! server wires it.
 
 pub mod auth;
+pub mod bearer;
 pub mod body;
 pub mod cpu;
 pub mod hot;

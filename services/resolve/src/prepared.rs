@@ -3,6 +3,10 @@
 //!
 //! Versions are immutable, so a [`PreparedSignature`] may be cached by
 //! digest and shared by every session pinned to that version.
+//!
+//! The fuzz target `resolve_result` (`fuzz/`) builds this file on its own: it must
+//! use no `crate::` path (only `signet-core`, `serde_json`, `sha2` and
+//! `jsonschema`).
 
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Runs every cargo-fuzz target (fuzz/) for SECONDS each (default 60) from its
+# committed corpus, and fails on any crash, panic, timeout or leak of memory
+# past libFuzzer's limit. Prints the executions of each target.
+#
+#   scripts/fuzz.sh          # 60 s per target
+#   scripts/fuzz.sh 10       # a quick look
+#
+# Stable Rust: RUSTC_BOOTSTRAP=1 lets cargo-fuzz pass its -Z flags. The
+# targets build without a sanitizer (fuzz/README.md says why). New inputs
+# libFuzzer finds go to fuzz/target/corpus/<target>, never into the committed
+# corpus; a crashing input is kept in fuzz/artifacts/<target>/.
+set -euo pipefail
+cd "$(dirname "$0")/../fuzz"
+SECONDS_PER_TARGET=${1:-60}
+CARGO_FUZZ_VERSION=0.13.1
+TARGETS=(json_card canon bearer resolve_key scope_plan resolve_result)
+export RUSTC_BOOTSTRAP=1
+export CARGO_TERM_COLOR=never
+fail() { echo "fuzz FAILED: $*" >&2; exit 1; }
+
+if ! cargo fuzz --version 2>/dev/null | grep -q " $CARGO_FUZZ_VERSION"; then
+    echo "installing cargo-fuzz $CARGO_FUZZ_VERSION"
+    cargo install --locked --quiet "cargo-fuzz@$CARGO_FUZZ_VERSION" || fail "cannot install cargo-fuzz"
+fi
+
+build_started=$(date +%s)
+cargo fuzz build --sanitizer none || fail "the fuzz targets do not build"
+echo "fuzz targets built in $(( $(date +%s) - build_started ))s"
+
+summary=()
+for t in "${TARGETS[@]}"; do
+    work="target/corpus/$t"
+    mkdir -p "$work"
+    log="target/fuzz-$t.log"
+    echo "==> $t: ${SECONDS_PER_TARGET}s"
+    if ! cargo fuzz run --sanitizer none "$t" "$work" "corpus/$t" -- \
+        -max_total_time="$SECONDS_PER_TARGET" -timeout=10 -rss_limit_mb=2048 \
+        -max_len=8192 -print_final_stats=1 >"$log" 2>&1; then
+        tail -n 60 "$log" >&2
+        fail "$t crashed (log: fuzz/$log, input: fuzz/artifacts/$t/)"
+    fi
+    execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
+    [ -n "$execs" ] || { tail -n 30 "$log" >&2; fail "$t printed no statistics"; }
+    [ "$execs" -gt 0 ] || fail "$t ran no input"
+    summary+=("$t: $execs execs, 0 crashes")
+    echo "    $execs execs"
+done
+
+echo
+echo "fuzz summary (${SECONDS_PER_TARGET}s per target):"
+printf '  %s\n' "${summary[@]}"
