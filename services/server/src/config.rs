@@ -813,6 +813,10 @@ mod tests {
             ),
             (|r| r.cache_capacity_bytes = 1000, "cache_capacity_bytes"),
             (|r| r.upstream_timeout_ms = 0, "upstream_timeout_ms"),
+            (
+                |r| r.upstream_max_response_bytes = 100,
+                "upstream_max_response_bytes",
+            ),
             (|r| r.recheck_rate = 1.5, "recheck_rate"),
         ] {
             let mut c = Config::default();

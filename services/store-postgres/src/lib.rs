@@ -78,6 +78,10 @@ pub struct ListenerStatus {
     /// is counted (from any tenant, and from any schema of the database,
     /// since channels are database-wide).
     pub delivered: u64,
+    /// Gaps reported to `on_gap` so far: one when `LISTEN` first takes
+    /// effect, and one each time it takes effect again after the
+    /// connection was lost (never while it is lost).
+    pub gaps: u64,
 }
 
 pub(crate) use signet_store_rows::store_error as err;
@@ -456,7 +460,10 @@ impl PgStore {
                 }
                 // Anything cached before LISTEN took effect may be stale.
                 on_gap();
-                status.send_modify(|s| s.listening = true);
+                status.send_modify(|s| {
+                    s.listening = true;
+                    s.gaps += 1;
+                });
                 loop {
                     match listener.try_recv().await {
                         Ok(Some(n)) => {

@@ -141,6 +141,7 @@ async fn postgres_stopped_mid_run_answers_503_serves_what_is_cached_and_recovers
     let hit = resolve(&app, &s, args.clone()).await.json();
     assert_eq!(hit["source"], "cache");
 
+    let gaps = listener.borrow().gaps;
     pg.stop();
     listener
         .wait_for(|s| !s.listening)
@@ -170,6 +171,11 @@ async fn postgres_stopped_mid_run_answers_503_serves_what_is_cached_and_recovers
     );
     assert_eq!(during.json()["source"], "cache");
     assert_eq!(during.json()["tool"], hit["tool"]);
+    assert_eq!(
+        listener.borrow().gaps,
+        gaps,
+        "losing the connection empties no cache"
+    );
 
     // Back up: everything recovers without restarting the app.
     pg.start_again();
@@ -182,10 +188,15 @@ async fn postgres_stopped_mid_run_answers_503_serves_what_is_cached_and_recovers
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
     assert!(ready, "/readyz recovers once PostgreSQL is back");
-    listener
+    let back = *listener
         .wait_for(|s| s.listening)
         .await
         .expect("the listener listens again");
+    assert_eq!(
+        back.gaps,
+        gaps + 1,
+        "once LISTEN is back, what may have been missed is dropped, once"
+    );
     let r = put_version(&app, "1.0.1").await;
     assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.bytes));
     assert_eq!(conditional().await.status, 304);
