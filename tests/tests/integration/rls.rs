@@ -147,7 +147,10 @@ async fn every_tenant_table_forces_row_level_security_and_the_runtime_role_canno
         .fetch_all(&owner)
         .await
         .unwrap();
-        assert!(bypassing.is_empty(), "{role} can bypass RLS via {bypassing:?}");
+        assert!(
+            bypassing.is_empty(),
+            "{role} can bypass RLS via {bypassing:?}"
+        );
         // It owns nothing (an owner could turn RLS off).
         let owned: Vec<String> = sqlx::query_scalar(
             "SELECT c.relname::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
@@ -174,12 +177,7 @@ async fn every_tenant_table_forces_row_level_security_and_the_runtime_role_canno
 }
 
 /// Counts `table`'s rows of `tenant` through `conn` as it is bound.
-async fn count_of(
-    conn: &mut sqlx::PgConnection,
-    table: &str,
-    column: &str,
-    tenant: &str,
-) -> i64 {
+async fn count_of(conn: &mut sqlx::PgConnection, table: &str, column: &str, tenant: &str) -> i64 {
     sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
         "SELECT count(*) FROM {table} WHERE {column} = $1"
     )))
@@ -207,7 +205,10 @@ async fn as_the_runtime_role_another_tenants_rows_are_invisible_and_unwritable()
             seen_by_owner += 1;
         }
     }
-    assert!(seen_by_owner >= 3, "tenant B wrote rows to {seen_by_owner} tables");
+    assert!(
+        seen_by_owner >= 3,
+        "tenant B wrote rows to {seen_by_owner} tables"
+    );
 
     let pool = runtime_pool(&app);
     for binding in [Some(a.as_str()), Some("maintenance:purge"), None] {
