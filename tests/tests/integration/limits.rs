@@ -353,5 +353,6 @@ async fn every_tenant_operation_is_charged_to_its_class() {
             checked += 1;
         }
     }
-    assert!(checked >= 35, "only {checked} operations checked");
+    // 34 today (the CORS preflight takes no token).
+    assert!(checked >= 34, "only {checked} operations checked");
 }
