@@ -23,7 +23,7 @@
 //! times the configured rate in all.
 
 use std::collections::HashMap;
-use std::hash::{BuildHasher, Hash, Hasher};
+use std::hash::{BuildHasher, Hash};
 use std::sync::Arc;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -323,9 +323,7 @@ impl RateLimiter {
     }
 
     fn key(&self, parts: &impl Hash) -> u64 {
-        let mut h = self.hasher.build_hasher();
-        parts.hash(&mut h);
-        h.finish()
+        self.hasher.hash_one(parts)
     }
 
     fn shard(&self, key: u64) -> &Shard {

@@ -227,3 +227,132 @@ async fn disabled_limits_never_answer_429() {
             .contains("signet_rate_limited_total")
     );
 }
+
+#[test]
+fn limits_come_from_the_environment() {
+    // Setting variables in-process would race the other test threads: the
+    // test re-runs itself in a child process with them set.
+    const MARK: &str = "SIGNET_RATE_LIMITS__READS__TENANT_BURST";
+    if std::env::var_os(MARK).is_none() {
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "limits::limits_come_from_the_environment",
+                "--nocapture",
+            ])
+            .env(MARK, "7")
+            .env("SIGNET_RATE_LIMITS__ENABLED", "false")
+            .env("SIGNET_RATE_LIMITS__PUBLISH__PRINCIPAL_RATE", "0.25")
+            .env("SIGNET_CONNECTIONS__MAX_CONNECTIONS", "3")
+            .env("SIGNET_CONNECTIONS__HEADER_READ_TIMEOUT_SECS", "4")
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success() && stdout.contains("1 passed"),
+            "{stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        return;
+    }
+    let cfg = Config::load(None, &Default::default()).expect("loads");
+    assert!(!cfg.rate_limits.enabled);
+    assert_eq!(cfg.rate_limits.reads.tenant_burst, 7);
+    // The class's other numbers keep their defaults.
+    assert_eq!(cfg.rate_limits.reads.tenant_rate, 1000.0);
+    assert_eq!(cfg.rate_limits.publish.principal_rate, 0.25);
+    assert_eq!(cfg.connections.max_connections, 3);
+    assert_eq!(cfg.connections.header_read_timeout_secs, 4);
+    // Known settings: `serve` does not warn about them.
+    let unknown = signet_server::config::unknown_env_vars();
+    assert!(
+        !unknown
+            .iter()
+            .any(|v| v.starts_with("SIGNET_RATE_LIMITS") || v.starts_with("SIGNET_CONNECTIONS")),
+        "{unknown:?}"
+    );
+}
+
+/// Every secured tenant operation of the OpenAPI document is charged: with
+/// a burst of one per tenant, the second call of each (in a tenant of its
+/// own) is a 429 naming the operation's class. The operations come from
+/// the document, so a route added later is covered at once.
+#[tokio::test]
+async fn every_tenant_operation_is_charged_to_its_class() {
+    let app = TestApp::build(test_issuers(), |c: &mut Config| {
+        c.rate_limits.enabled = true;
+        let one = ClassLimits {
+            tenant_rate: 0.001,
+            tenant_burst: 1,
+            principal_rate: 1000.0,
+            principal_burst: 1000,
+        };
+        c.rate_limits.publish = one;
+        c.rate_limits.resolve = one;
+        c.rate_limits.plan = one;
+        c.rate_limits.grants = one;
+        c.rate_limits.reads = one;
+    })
+    .await;
+    let doc = app.send("GET", "/openapi.json", None, None).await.json();
+    let mut checked = 0;
+    for (template, item) in doc["paths"].as_object().unwrap() {
+        if !template.contains("{tenant}") {
+            continue;
+        }
+        for (method, op) in item.as_object().unwrap() {
+            let Ok(m) = method.to_ascii_uppercase().parse::<axum::http::Method>() else {
+                continue;
+            };
+            if op
+                .get("security")
+                .is_none_or(|s| s == &serde_json::json!([]))
+            {
+                continue;
+            }
+            let tenant = app.new_tenant().await;
+            let mut path = template.clone();
+            for (param, value) in [
+                ("{tenant}", tenant.as_str()),
+                ("{id}", "0196a0c4-7d3e-7a71-9d6b-2f8e4c1a5b3d"),
+                ("{grant}", "0196a0c4-7d3e-7a71-9d6b-2f8e4c1a5b3e"),
+                ("{provider}", "acme-idp"),
+                ("{server}", "io.example%2Fx"),
+                ("{serverName}", "io.example%2Fx"),
+                ("{version}", "1.0.0"),
+            ] {
+                path = path.replace(param, value);
+            }
+            assert!(!path.contains('{'), "teach this test a value for {path}");
+            let required: Vec<String> = op["parameters"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter(|p| p["in"] == "query" && p["required"] == true)
+                .map(|p| format!("{}=1.0.0", p["name"].as_str().unwrap()))
+                .collect();
+            if !required.is_empty() {
+                path = format!("{path}?{}", required.join("&"));
+            }
+            let body = op.get("requestBody").map(|_| serde_json::json!({}));
+            let token = token(
+                "every-op",
+                Some(tenant.as_str()),
+                &["admin", "publisher", "reviewer", "reader", "client"],
+            );
+            let first = app
+                .send(m.as_str(), &path, Some(&token), body.clone())
+                .await;
+            assert_ne!(first.status, 429, "{method} {template}: first call");
+            let second = app.send(m.as_str(), &path, Some(&token), body).await;
+            let want = signet_server::rate_limits::classify(&m, template)
+                .unwrap_or_else(|| panic!("{method} {template} has no class"));
+            let problem = second.problem(429, "rate_limited");
+            assert_eq!(problem["class"], want.name(), "{method} {template}");
+            assert_eq!(problem["scope"], "tenant", "{method} {template}");
+            checked += 1;
+        }
+    }
+    // 34 today (the CORS preflight takes no token).
+    assert!(checked >= 34, "only {checked} operations checked");
+}

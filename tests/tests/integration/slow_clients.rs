@@ -108,9 +108,9 @@ async fn a_header_trickled_a_byte_at_a_time_is_cut_off() {
                 break;
             }
             let mut buf = [0u8; 256];
-            match tokio::time::timeout(Duration::from_millis(100), slow.read(&mut buf)).await {
-                Ok(Ok(0) | Err(_)) => break,
-                Ok(Ok(_)) | Err(_) => {}
+            let read = tokio::time::timeout(Duration::from_millis(100), slow.read(&mut buf)).await;
+            if let Ok(Ok(0) | Err(_)) = read {
+                break;
             }
         }
     })
