@@ -24,9 +24,9 @@ if ! cargo fuzz --version 2>/dev/null | grep -q " $CARGO_FUZZ_VERSION"; then
     cargo install --locked --quiet "cargo-fuzz@$CARGO_FUZZ_VERSION" || fail "cannot install cargo-fuzz"
 fi
 
-build_started=$(date +%s)
+started=$(date +%s)
 cargo fuzz build --sanitizer none || fail "the fuzz targets do not build"
-echo "fuzz targets built in $(( $(date +%s) - build_started ))s"
+echo "fuzz targets built in $(( $(date +%s) - started ))s"
 
 summary=()
 for t in "${TARGETS[@]}"; do
@@ -48,5 +48,5 @@ for t in "${TARGETS[@]}"; do
 done
 
 echo
-echo "fuzz summary (${SECONDS_PER_TARGET}s per target):"
+echo "fuzz summary (${SECONDS_PER_TARGET}s per target, $(( $(date +%s) - started ))s in all):"
 printf '  %s\n' "${summary[@]}"
