@@ -221,11 +221,14 @@ enum Misbehaviour {
     Oversized,
 }
 
-/// A raw TCP upstream that misbehaves and counts the connections it
-/// accepted and saw closed by Signet.
+/// A raw TCP upstream that misbehaves and counts the connections on which
+/// it started misbehaving and those of them Signet closed. With `handshake`
+/// it first answers the MCP handshake properly (`server/discover` refused
+/// as a legacy server would, `initialize`, notifications) and misbehaves
+/// only on the resolve call itself.
 struct BadUpstream {
     addr: std::net::SocketAddr,
-    accepted: Arc<AtomicUsize>,
+    stuck: Arc<AtomicUsize>,
     closed: Arc<AtomicUsize>,
     task: tokio::task::JoinHandle<()>,
 }
@@ -236,9 +239,9 @@ impl Drop for BadUpstream {
     }
 }
 
-/// Reads one request (head and `Content-Length` body); false when the
-/// peer closed first.
-async fn read_request(r: &mut (impl AsyncReadExt + Unpin)) -> bool {
+/// Reads one request (head and `Content-Length` body): its request line
+/// and body; `None` when the peer closed first.
+async fn read_request(r: &mut (impl AsyncReadExt + Unpin)) -> Option<(String, Value)> {
     let mut buf = Vec::new();
     let mut chunk = [0u8; 4096];
     loop {
@@ -251,20 +254,50 @@ async fn read_request(r: &mut (impl AsyncReadExt + Unpin)) -> bool {
                 .unwrap_or(0);
             while buf.len() < end + 4 + len {
                 match r.read(&mut chunk).await {
-                    Ok(0) | Err(_) => return false,
+                    Ok(0) | Err(_) => return None,
                     Ok(n) => buf.extend_from_slice(&chunk[..n]),
                 }
             }
-            return true;
+            let line = head.lines().next().unwrap_or_default().to_owned();
+            let body = serde_json::from_slice(&buf[end + 4..end + 4 + len]).unwrap_or(Value::Null);
+            return Some((line, body));
         }
         match r.read(&mut chunk).await {
-            Ok(0) | Err(_) => return false,
+            Ok(0) | Err(_) => return None,
             Ok(n) => buf.extend_from_slice(&chunk[..n]),
         }
     }
 }
 
-async fn misbehave(mut w: impl AsyncWriteExt + Unpin, how: Misbehaviour) -> std::io::Result<()> {
+/// The proper answer to a handshake request, or `None` for the request to
+/// misbehave on.
+fn handshake_answer(line: &str, body: &Value) -> Option<String> {
+    let empty = |status: &str| format!("HTTP/1.1 {status}\r\ncontent-length: 0\r\n\r\n");
+    if line.starts_with("GET") {
+        return Some(empty("405 Method Not Allowed"));
+    }
+    if line.starts_with("DELETE") {
+        return Some(empty("200 OK"));
+    }
+    let json = |v: Value| {
+        let b = v.to_string();
+        format!(
+            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{b}",
+            b.len()
+        )
+    };
+    match (body["method"].as_str(), body.get("id")) {
+        (Some(_), None) => Some(empty("202 Accepted")),
+        (Some("initialize"), Some(id)) => Some(json(json!({"jsonrpc": "2.0", "id": id,
+            "result": {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+                "serverInfo": {"name": "bad-upstream", "version": "0.0.1"}}}))),
+        (Some("tools/resolve" | "tools/annotations"), Some(_)) => None,
+        (_, id) => Some(json(json!({"jsonrpc": "2.0", "id": id,
+            "error": {"code": -32601, "message": "Method not found"}}))),
+    }
+}
+
+async fn misbehave(w: &mut (impl AsyncWriteExt + Unpin), how: Misbehaviour) -> std::io::Result<()> {
     let tick = Duration::from_millis(100);
     match how {
         Misbehaviour::Hang => std::future::pending().await,
@@ -316,18 +349,24 @@ async fn misbehave(mut w: impl AsyncWriteExt + Unpin, how: Misbehaviour) -> std:
 }
 
 impl BadUpstream {
-    async fn start(how: Misbehaviour) -> BadUpstream {
+    async fn start(how: Misbehaviour, handshake: bool) -> BadUpstream {
         let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = l.local_addr().unwrap();
-        let (accepted, closed) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
-        let (a, c) = (accepted.clone(), closed.clone());
+        let (stuck, closed) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+        let (s, c) = (stuck.clone(), closed.clone());
         let task = tokio::spawn(async move {
             while let Ok((sock, _)) = l.accept().await {
-                a.fetch_add(1, Ordering::SeqCst);
-                let c = c.clone();
+                let (s, c) = (s.clone(), c.clone());
                 tokio::spawn(async move {
-                    let (mut r, w) = sock.into_split();
-                    if read_request(&mut r).await {
+                    let (mut r, mut w) = sock.into_split();
+                    while let Some((line, body)) = read_request(&mut r).await {
+                        if handshake && let Some(answer) = handshake_answer(&line, &body) {
+                            if w.write_all(answer.as_bytes()).await.is_err() {
+                                return;
+                            }
+                            continue;
+                        }
+                        s.fetch_add(1, Ordering::SeqCst);
                         // Answer badly while watching for the close: a read
                         // of 0 bytes (or an error) means Signet let go.
                         let watch = async {
@@ -341,16 +380,17 @@ impl BadUpstream {
                         };
                         tokio::select! {
                             _ = watch => {}
-                            _ = misbehave(w, how) => {}
+                            _ = misbehave(&mut w, how) => {}
                         }
+                        c.fetch_add(1, Ordering::SeqCst);
+                        return;
                     }
-                    c.fetch_add(1, Ordering::SeqCst);
                 });
             }
         });
         BadUpstream {
             addr,
-            accepted,
+            stuck,
             closed,
             task,
         }
@@ -360,12 +400,12 @@ impl BadUpstream {
         format!("http://{}/mcp", self.addr)
     }
 
-    /// Waits (bounded) until every accepted connection was closed by the
-    /// client; whether they all were.
+    /// Waits (bounded) until every connection it misbehaved on was closed
+    /// by the client; whether they all were.
     async fn all_closed(&self) -> bool {
         for _ in 0..200 {
             let (a, c) = (
-                self.accepted.load(Ordering::SeqCst),
+                self.stuck.load(Ordering::SeqCst),
                 self.closed.load(Ordering::SeqCst),
             );
             if a > 0 && a == c {
@@ -384,37 +424,48 @@ async fn upstreams_that_hang_trickle_stream_forever_or_answer_too_much_get_a_fal
     })
     .await;
     publish_approved(&app).await;
-    for (how, reason) in [
-        (Misbehaviour::Hang, "timeout"),
-        (Misbehaviour::Trickle, "timeout"),
-        (Misbehaviour::EndlessPings, "timeout"),
-        // Cut by the size cap, not by the clock: bounded memory.
-        (Misbehaviour::EndlessEvent, "upstream_error"),
-        (Misbehaviour::Oversized, "upstream_error"),
-    ] {
-        let up = BadUpstream::start(how).await;
-        let s = session(&app, &up.url()).await;
-        let r = resolve(&app, &s, json!({"path": "/r", "action": "read"})).await;
-        assert_eq!(
-            r.status,
-            200,
-            "{how:?}: {}",
-            String::from_utf8_lossy(&r.bytes)
-        );
-        let body = r.json();
-        assert_eq!(body["source"], "fallback", "{how:?}: {body}");
-        assert_eq!(body["reason"], reason, "{how:?}: {body}");
-        assert_eq!(
-            body["tool"]["annotations"]["destructiveHint"], true,
-            "{how:?}: the worst case"
-        );
-        assert!(
-            up.all_closed().await,
-            "{how:?}: Signet closed its connections ({} accepted, {} closed)",
-            up.accepted.load(Ordering::SeqCst),
-            up.closed.load(Ordering::SeqCst)
-        );
+    // Misbehaving from the first request (the handshake), and only on the
+    // resolve call of an established MCP connection.
+    for handshake in [false, true] {
+        for (how, reason) in [
+            (Misbehaviour::Hang, "timeout"),
+            (Misbehaviour::Trickle, "timeout"),
+            (Misbehaviour::EndlessPings, "timeout"),
+            // Cut by the size cap, not by the clock: bounded memory.
+            (Misbehaviour::EndlessEvent, "upstream_error"),
+            (Misbehaviour::Oversized, "upstream_error"),
+        ] {
+            misbehaving_upstream(&app, how, handshake, reason).await;
+        }
     }
+}
+
+/// One session on an upstream misbehaving `how`: a fallback for `reason`,
+/// and every connection it misbehaved on closed by Signet.
+async fn misbehaving_upstream(app: &TestApp, how: Misbehaviour, handshake: bool, reason: &str) {
+    let case = (how, handshake);
+    let up = BadUpstream::start(how, handshake).await;
+    let s = session(app, &up.url()).await;
+    let r = resolve(app, &s, json!({"path": "/r", "action": "read"})).await;
+    assert_eq!(
+        r.status,
+        200,
+        "{case:?}: {}",
+        String::from_utf8_lossy(&r.bytes)
+    );
+    let body = r.json();
+    assert_eq!(body["source"], "fallback", "{case:?}: {body}");
+    assert_eq!(body["reason"], reason, "{case:?}: {body}");
+    assert_eq!(
+        body["tool"]["annotations"]["destructiveHint"], true,
+        "{case:?}: the worst case"
+    );
+    assert!(
+        up.all_closed().await,
+        "{case:?}: Signet closed its connections ({} misbehaved on, {} closed)",
+        up.stuck.load(Ordering::SeqCst),
+        up.closed.load(Ordering::SeqCst)
+    );
 }
 
 /// A `signet serve` child process (the real binary) in dev mode.
