@@ -327,3 +327,104 @@ async fn the_tenant_binding_ends_with_its_transaction_on_a_pooled_connection() {
     assert_eq!(probe().await, (String::new(), 0));
     store.close().await;
 }
+
+#[tokio::test]
+async fn the_purge_marker_reads_and_deletes_only_expired_grant_states() {
+    if skip_on_sqlite("the purge marker's policies") {
+        return;
+    }
+    let app = TestApp::new().await;
+    let t = app.tenant.as_str();
+    let owner = app.owner_pool().await.unwrap();
+    // Arranged as the owner (a superuser in the suite): a provider, two
+    // grants, one state long expired and one live for an hour.
+    let now = i64::try_from(now()).unwrap() * 1000;
+    sqlx::query(
+        "INSERT INTO scope_providers (tenant_id, name, profile, revision, created_at, updated_at, updated_by)
+         VALUES ($1, 'p', '{}'::jsonb, 1, 0, 0, 'tester')",
+    )
+    .bind(t)
+    .execute(&owner)
+    .await
+    .unwrap();
+    for (grant, expires_at) in [("expired", -100), ("live", now + 3_600_000)] {
+        sqlx::query(
+            "INSERT INTO scope_grants (tenant_id, id, provider, principal, issuer, redirect_uri,
+                 requested, needed, status, created_at)
+             VALUES ($1, $2, 'p', 'me', 'iss', 'https://app.example/cb', '[]'::jsonb, '[]'::jsonb, 'pending', 0)",
+        )
+        .bind(t)
+        .bind(grant)
+        .execute(&owner)
+        .await
+        .unwrap();
+        sqlx::query(
+            "INSERT INTO scope_grant_states (tenant_id, grant_id, state_hash, verifier_sealed, expires_at)
+             VALUES ($1, $2, repeat('a', 64), 'sealed', $3)",
+        )
+        .bind(t)
+        .bind(grant)
+        .bind(expires_at)
+        .execute(&owner)
+        .await
+        .unwrap();
+    }
+    let pool = runtime_pool(&app);
+    let mut tx = pool.begin().await.unwrap();
+    sqlx::query("SELECT set_config('app.tenant_id', 'maintenance:purge', true)")
+        .execute(&mut *tx)
+        .await
+        .unwrap();
+    let visible: Vec<String> = sqlx::query_scalar("SELECT grant_id FROM scope_grant_states")
+        .fetch_all(&mut *tx)
+        .await
+        .unwrap();
+    assert_eq!(visible, ["expired"], "the marker sees expired states only");
+    for other in ["scope_grants", "scope_providers", "tenants", "audit_events"] {
+        let n: i64 =
+            sqlx::query_scalar(sqlx::AssertSqlSafe(format!("SELECT count(*) FROM {other}")))
+                .fetch_one(&mut *tx)
+                .await
+                .unwrap();
+        assert_eq!(n, 0, "the marker sees rows of {other}");
+    }
+    let deleted = sqlx::query("DELETE FROM scope_grant_states")
+        .execute(&mut *tx)
+        .await
+        .unwrap()
+        .rows_affected();
+    assert_eq!(deleted, 1, "only the expired state is deleted");
+    tx.commit().await.unwrap();
+    // Nor may it insert, or update (the runtime role holds no UPDATE on
+    // grant states at all).
+    for (write, refusal) in [
+        (
+            "INSERT INTO scope_grant_states (tenant_id, grant_id, state_hash, verifier_sealed, expires_at)
+             VALUES ($1, 'expired', repeat('b', 64), 'sealed', -100)",
+            "row-level security",
+        ),
+        (
+            "UPDATE scope_grant_states SET expires_at = -1 WHERE tenant_id = $1",
+            "permission denied",
+        ),
+    ] {
+        let mut tx = pool.begin().await.unwrap();
+        sqlx::query("SELECT set_config('app.tenant_id', 'maintenance:purge', true)")
+            .execute(&mut *tx)
+            .await
+            .unwrap();
+        let denied = sqlx::query(sqlx::AssertSqlSafe(write))
+            .bind(t)
+            .execute(&mut *tx)
+            .await
+            .unwrap_err();
+        assert!(denied.to_string().contains(refusal), "{denied}");
+    }
+    let left: Vec<String> =
+        sqlx::query_scalar("SELECT grant_id FROM scope_grant_states WHERE tenant_id = $1")
+            .bind(t)
+            .fetch_all(&owner)
+            .await
+            .unwrap();
+    assert_eq!(left, ["live"]);
+}
