@@ -25,7 +25,7 @@ if ! cargo fuzz --version 2>/dev/null | grep -q " $CARGO_FUZZ_VERSION"; then
 fi
 
 started=$(date +%s)
-cargo fuzz build --sanitizer none || fail "the fuzz targets do not build"
+cargo fuzz build --sanitizer none --codegen-units 16 || fail "the fuzz targets do not build"
 echo "fuzz targets built in $(( $(date +%s) - started ))s"
 
 summary=()
@@ -34,7 +34,7 @@ for t in "${TARGETS[@]}"; do
     mkdir -p "$work"
     log="target/fuzz-$t.log"
     echo "==> $t: ${SECONDS_PER_TARGET}s"
-    if ! cargo fuzz run --sanitizer none "$t" "$work" "corpus/$t" -- \
+    if ! cargo fuzz run --sanitizer none --codegen-units 16 "$t" "$work" "corpus/$t" -- \
         -max_total_time="$SECONDS_PER_TARGET" -timeout=10 -rss_limit_mb=2048 \
         -max_len=8192 -print_final_stats=1 >"$log" 2>&1; then
         tail -n 60 "$log" >&2
