@@ -10,9 +10,8 @@
 //! those claims and their `iss` back.
 #![no_main]
 
-#[allow(dead_code)]
 #[path = "../../services/http/src/bearer.rs"]
-mod bearer;
+pub mod bearer;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;

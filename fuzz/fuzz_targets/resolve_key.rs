@@ -10,9 +10,8 @@
 //! reads back; fingerprints follow equality.
 #![no_main]
 
-#[allow(dead_code)]
 #[path = "../../services/resolve/src/key.rs"]
-mod key;
+pub mod key;
 
 use key::{CacheKey, session_prefix};
 use libfuzzer_sys::fuzz_target;

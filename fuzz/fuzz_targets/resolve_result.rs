@@ -13,9 +13,8 @@
 //! same conformance when the upstream sent a whole tool.
 #![no_main]
 
-#[allow(dead_code)]
 #[path = "../../services/resolve/src/prepared.rs"]
-mod prepared;
+pub mod prepared;
 
 use std::sync::OnceLock;
 

@@ -91,63 +91,60 @@ impl ToSchema for NoticeKindSchema {
 /// One violation of the signature (wire form of `signet_core` `Violation`).
 #[derive(ToSchema)]
 #[schema(as = Violation)]
-#[allow(dead_code)]
 pub struct ViolationDoc {
     /// What kind of violation.
     #[schema(value_type = ViolationKindSchema)]
-    kind: String,
+    pub kind: String,
     /// JSON pointer into the observation.
-    pointer: String,
+    pub pointer: String,
     /// True when the observation is less safe than anything declared
     /// (SEP-2091 containment).
-    less_safe: bool,
+    pub less_safe: bool,
     /// One human-readable sentence.
-    message: String,
+    pub message: String,
     /// The tool, prompt or resource concerned.
     #[schema(nullable = false)]
-    name: Option<String>,
+    pub name: Option<String>,
     /// The offending observed value (normalised for annotations), when useful.
     #[schema(value_type = Option<Value>, nullable = false)]
-    observed: Option<Value>,
+    pub observed: Option<Value>,
 }
 
 /// Something that differs but does not violate the signature.
 #[derive(ToSchema)]
 #[schema(as = Notice)]
-#[allow(dead_code)]
 pub struct NoticeDoc {
     /// What kind of notice.
     #[schema(value_type = NoticeKindSchema)]
-    kind: String,
+    pub kind: String,
     /// JSON pointer into the observation.
-    pointer: String,
+    pub pointer: String,
     /// One human-readable sentence.
-    message: String,
+    pub message: String,
     /// The tool, prompt or resource concerned.
     #[schema(nullable = false)]
-    name: Option<String>,
+    pub name: Option<String>,
 }
 
 /// The outcome of checking an observation against a version's signature.
 #[derive(ToSchema)]
 #[schema(as = VerifyReport)]
-#[allow(dead_code)]
 pub struct VerifyReportDoc {
     /// True when there is no violation, whatever the mode.
-    conformant: bool,
+    pub conformant: bool,
     /// True only in strict mode with violations: the observation must be refused.
-    blocking: bool,
+    pub blocking: bool,
     /// The mode the report was made under.
     #[schema(value_type = EnforcementModeSchema)]
-    mode: String,
+    pub mode: String,
     /// Violations, in document order.
-    violations: Vec<ViolationDoc>,
+    pub violations: Vec<ViolationDoc>,
     /// Notices, in document order.
-    notices: Vec<NoticeDoc>,
+    pub notices: Vec<NoticeDoc>,
     /// The version checked against.
-    version: String,
+    pub version: String,
     /// Its digest.
-    digest: String,
+    pub digest: String,
 }
 
 #[cfg(test)]

@@ -79,23 +79,22 @@ fn parse_mode(s: &str, pointer: &str) -> Result<Mode, ApiError> {
 /// is).
 #[derive(ToSchema)]
 #[schema(as = VerifyBody)]
-#[allow(dead_code)]
 pub struct VerifyBodyDoc {
     /// Tools as the client listed them.
     #[schema(value_type = Option<Vec<Object>>)]
-    tools: Option<Vec<Value>>,
+    pub tools: Option<Vec<Value>>,
     /// Prompts as the client listed them.
     #[schema(value_type = Option<Vec<Object>>)]
-    prompts: Option<Vec<Value>>,
+    pub prompts: Option<Vec<Value>>,
     /// Resources as the client listed them.
     #[schema(value_type = Option<Vec<Object>>)]
-    resources: Option<Vec<Value>>,
+    pub resources: Option<Vec<Value>>,
     /// Resource templates as the client listed them.
     #[schema(rename = "resourceTemplates", value_type = Option<Vec<Object>>)]
-    resource_templates: Option<Vec<Value>>,
+    pub resource_templates: Option<Vec<Value>>,
     /// Enforcement mode for this check (the `mode` query parameter wins).
     #[schema(value_type = Option<signet_http::report::EnforcementModeSchema>, nullable = false)]
-    mode: Option<String>,
+    pub mode: Option<String>,
 }
 
 /// Check what a client observed against a version (any role in the tenant).
