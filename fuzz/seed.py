@@ -17,6 +17,7 @@ import hashlib
 import json
 import os
 import random
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -26,24 +27,13 @@ CORPUS = HERE / "corpus"
 MAX_FILE = 6 * 1024
 rng = random.Random(13)
 
-# The scope alphabet of fuzz_targets/scope_plan.rs, in the same order.
-ALPHABET = [
-    "repo",
-    "public_repo",
-    "security_events",
-    "repo:status",
-    "read:org",
-    "write:org",
-    "admin:org",
-    "project",
-    "read:project",
-    "gist",
-    "notifications",
-    "delete_repo",
-    "user",
-    "user:email",
-    "offline_access",
-]
+# The scope alphabet of fuzz_targets/scope_plan.rs, read from it (one list,
+# so that the seeds encode what the target decodes).
+ALPHABET = re.findall(
+    r'"([^"]+)"',
+    re.search(r"const ALPHABET: \[&str; \d+\] = \[(.*?)\];",
+              (HERE / "fuzz_targets" / "scope_plan.rs").read_text(), re.S).group(1),
+)
 
 
 def realdata() -> Path:

@@ -23,7 +23,7 @@ use signet_core::scope::{
 };
 
 /// Scope tokens the bytes pick from (GitHub's, which cover one another;
-/// `fuzz/seed.py` encodes real tools' requirements with the same list).
+/// `fuzz/seed.py` reads this list to encode real tools' requirements).
 const ALPHABET: [&str; 15] = [
     "repo",
     "public_repo",
