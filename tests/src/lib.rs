@@ -641,6 +641,22 @@ impl TestApp {
     }
 }
 
+/// Reads a `signet serve` child's stdout up to the end of its startup
+/// banner (the line `Press Ctrl-C to stop.`): the server is listening from
+/// then on. Panics, with what was read, if the child exits first.
+pub fn read_banner(reader: &mut impl std::io::BufRead) -> String {
+    let mut banner = String::new();
+    loop {
+        let mut line = String::new();
+        let n = reader.read_line(&mut line).unwrap();
+        assert!(n > 0, "signet serve exited before listening: {banner}");
+        banner.push_str(&line);
+        if line.starts_with("Press Ctrl-C to stop.") {
+            return banner;
+        }
+    }
+}
+
 /// Runs the calling test alone in a child process (this test binary, with
 /// `--exact NAME`), for tests that install process-wide or thread-local
 /// tracing state: `cargo test` runs every test of the binary in one process,

@@ -478,7 +478,6 @@ struct Served {
 /// Starts `signet serve` on `database_url` with its data in `data_dir`, and
 /// reads its banner (the address and the dev admin token).
 fn serve_binary(data_dir: &std::path::Path, database_url: &str) -> Served {
-    use std::io::BufRead as _;
     let log = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
@@ -498,16 +497,7 @@ fn serve_binary(data_dir: &std::path::Path, database_url: &str) -> Served {
         .spawn()
         .expect("spawn signet serve");
     let mut reader = std::io::BufReader::new(child.stdout.take().unwrap());
-    let mut banner = String::new();
-    loop {
-        let mut line = String::new();
-        let n = reader.read_line(&mut line).unwrap();
-        assert!(n > 0, "signet serve exited before listening: {banner}");
-        banner.push_str(&line);
-        if line.starts_with("Press Ctrl-C to stop.") {
-            break;
-        }
-    }
+    let banner = read_banner(&mut reader);
     // Keep draining stdout so the child never blocks on a full pipe.
     std::thread::spawn(move || std::io::copy(&mut reader, &mut std::io::sink()));
     let base = banner

@@ -4,8 +4,8 @@
 //! service are read from its own OpenAPI paths (`app::openapi_for`), so a
 //! service that gains routes later is covered without touching this file.
 
-use std::io::{BufRead as _, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::io::BufReader;
+use std::process::{Command, Stdio};
 
 use clap::Parser as _;
 use serde_json::Value;
@@ -259,7 +259,7 @@ async fn signet_serve_services_registry_over_tcp() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let banner = read_banner(&mut child);
+    let banner = read_banner(&mut BufReader::new(child.stdout.as_mut().unwrap()));
     let base = banner
         .lines()
         .find_map(|l| l.split_once(" listening on ").map(|(_, b)| b.trim()))
@@ -312,24 +312,6 @@ async fn signet_serve_services_registry_over_tcp() {
     assert!(out.status.success(), "child failed: {rest}\n{errors}");
     assert!(rest.contains("1 passed"), "{rest}\n{errors}");
     assert!(errors.contains("Signet stopped."), "{errors}");
-}
-
-/// Reads the child's stdout up to the end of the startup banner (the line
-/// `Press Ctrl-C to stop.`): the server is listening from then on.
-#[cfg(unix)]
-fn read_banner(child: &mut Child) -> String {
-    let stdout = child.stdout.as_mut().unwrap();
-    let mut reader = BufReader::new(stdout);
-    let mut banner = String::new();
-    loop {
-        let mut line = String::new();
-        let n = reader.read_line(&mut line).unwrap();
-        assert!(n > 0, "the child exited before listening: {banner}");
-        banner.push_str(&line);
-        if line.starts_with("Press Ctrl-C to stop.") {
-            return banner;
-        }
-    }
 }
 
 /// The Helm chart runs one Deployment per service in split mode; its list
