@@ -10,7 +10,6 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use aws_lc_rs::rand::SystemRandom;
 use aws_lc_rs::signature::{Ed25519KeyPair, KeyPair as _};
-use axum::Router;
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use base64::Engine as _;
@@ -305,7 +304,7 @@ pub fn config_for(db: &FreshDb) -> Config {
 /// One test's application.
 pub struct TestApp {
     /// The router, called in-process.
-    pub router: Router,
+    pub router: signet_server::fastpath::App,
     /// The store underneath.
     pub store: Store,
     /// A fresh tenant created for this test.
@@ -378,7 +377,7 @@ fn app_router(
     key: &str,
     services: &[Service],
     rate_limiter: Option<Arc<RateLimiter>>,
-) -> Router {
+) -> signet_server::fastpath::App {
     let keyring =
         Arc::new(signet_registry::keys::Keyring::from_base64(key).expect("encryption key"));
     let registry =

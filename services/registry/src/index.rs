@@ -149,7 +149,7 @@ const STRIPES: usize = 64;
 pub struct EtagIndex {
     cache: signet_http::hot::HotCache<Arc<ServerIndex>>,
     stripes: Box<[Mutex<u64>]>,
-    hasher: std::hash::RandomState,
+    hasher: signet_http::hot::KeyHasher,
 }
 
 impl Default for EtagIndex {
@@ -171,7 +171,7 @@ impl EtagIndex {
         Self {
             cache: signet_http::hot::HotCache::new(capacity, ttl),
             stripes: (0..STRIPES).map(|_| Mutex::new(0)).collect(),
-            hasher: std::hash::RandomState::new(),
+            hasher: signet_http::hot::KeyHasher::default(),
         }
     }
 
@@ -277,6 +277,36 @@ impl EtagIndex {
         }
         self.cache.clear();
     }
+}
+
+/// The route of a version record, as the router names it (metrics and rate
+/// limits key on it).
+pub const VERSION_ROUTE: &str = "/v1/tenants/{tenant}/servers/{server}/versions/{version}";
+
+/// The `ETag` to answer `304` with when `if_none_match` names the current
+/// record of `version` (`latest` allowed) in `idx`.
+pub fn still_current(idx: &ServerIndex, version: &str, if_none_match: &str) -> Option<HeaderValue> {
+    let entry = idx.entry(version)?;
+    self::if_none_match(if_none_match, &entry.record_etag).then(|| entry.record_etag_header.clone())
+}
+
+/// A conditional read answered from memory alone: the `ETag` for a `304`
+/// when the index already holds `server_key` of `tenant` and
+/// `if_none_match` names the current record of `version`. `None` means
+/// "not known here without a round trip", never "modified": the caller
+/// then takes the full path (`get_version`), which loads the index and
+/// answers `200`, `304` or an error. `server_key` must be a canonical key
+/// (a hit proves it names a published server, since only published keys
+/// are indexed).
+pub fn not_modified(
+    index: &EtagIndex,
+    tenant: &TenantId,
+    server_key: &str,
+    version: &str,
+    if_none_match: &str,
+) -> Option<HeaderValue> {
+    let idx = index.get(tenant, server_key)?;
+    still_current(&idx, version, if_none_match)
 }
 
 /// Whether an `If-None-Match` header value matches `etag` (weak comparison,

@@ -125,7 +125,10 @@ pub struct ResolveState {
     /// The resolve engine: cache, upstream connections, checks.
     pub engine: Arc<Engine>,
     /// Prepared signatures by digest (a digest names immutable content).
-    pub prepared: moka::future::Cache<String, Arc<PreparedSignature>>,
+    /// Behind an `Arc` like every other member: axum clones the state for
+    /// every request, and cloning a moka cache itself costs several atomic
+    /// counters and channel handles.
+    pub prepared: Arc<moka::future::Cache<String, Arc<PreparedSignature>>>,
 }
 
 /// A loaded session: the row, its opened upstream headers, and (once a
@@ -180,14 +183,14 @@ impl std::fmt::Debug for LiveSession {
 /// collision is a miss).
 pub struct LiveSessions {
     cache: signet_http::hot::HotCache<Arc<LiveSession>>,
-    hasher: std::hash::RandomState,
+    hasher: signet_http::hot::KeyHasher,
 }
 
 impl Default for LiveSessions {
     fn default() -> Self {
         LiveSessions {
             cache: signet_http::hot::HotCache::new(100_000, Duration::from_secs(30)),
-            hasher: std::hash::RandomState::new(),
+            hasher: signet_http::hot::KeyHasher::default(),
         }
     }
 }
@@ -223,11 +226,13 @@ impl LiveSessions {
 
 /// A cache of prepared signatures: 1,024 versions, dropped after an hour
 /// unused.
-pub fn prepared_cache() -> moka::future::Cache<String, Arc<PreparedSignature>> {
-    moka::future::Cache::builder()
-        .max_capacity(1024)
-        .time_to_idle(Duration::from_secs(3600))
-        .build()
+pub fn prepared_cache() -> Arc<moka::future::Cache<String, Arc<PreparedSignature>>> {
+    Arc::new(
+        moka::future::Cache::builder()
+            .max_capacity(1024)
+            .time_to_idle(Duration::from_secs(3600))
+            .build(),
+    )
 }
 
 /// Now, in milliseconds since the epoch.

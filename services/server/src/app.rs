@@ -89,8 +89,8 @@ impl Modify for BearerAuth {
     }
 }
 
-/// State of the operational routes.
-#[derive(Clone)]
+/// State of the operational routes (shared behind one `Arc`: axum clones
+/// a route's state for every request, `/healthz` included).
 struct OpsState {
     tenants: Arc<dyn TenantStore>,
     metrics: Arc<Metrics>,
@@ -99,7 +99,7 @@ struct OpsState {
     rate_limiter: Option<Arc<RateLimiter>>,
 }
 
-fn ops_router() -> OpenApiRouter<OpsState> {
+fn ops_router() -> OpenApiRouter<Arc<OpsState>> {
     OpenApiRouter::new()
         .routes(routes!(healthz))
         .routes(routes!(readyz))
@@ -268,7 +268,7 @@ async fn healthz() -> Response {
         (status = 200, description = "Ready", content_type = "application/json", example = json!({"status": "ready"})),
         (status = 503, description = "Database unavailable", body = ProblemBody, content_type = "application/problem+json"),
     ))]
-async fn readyz(State(st): State<OpsState>) -> Result<Response, ApiError> {
+async fn readyz(State(st): State<Arc<OpsState>>) -> Result<Response, ApiError> {
     match tokio::time::timeout(Duration::from_secs(2), st.tenants.ping()).await {
         Ok(Ok(())) => Ok((
             [(
@@ -299,7 +299,7 @@ async fn readyz(State(st): State<OpsState>) -> Result<Response, ApiError> {
             "bearer_methods_supported": ["header"], "resource_name": "Signet",
             "resource_documentation": "https://signet.example/docs"}))))]
 async fn protected_resource_metadata(
-    State(st): State<OpsState>,
+    State(st): State<Arc<OpsState>>,
     headers: axum::http::HeaderMap,
 ) -> Response {
     let pr = &st.protected_resource;
@@ -329,7 +329,7 @@ async fn protected_resource_metadata(
 /// Prometheus metrics (text exposition format).
 #[utoipa::path(get, path = "/metrics", tag = "operations", operation_id = "metrics",
     responses((status = 200, description = "Metrics", content_type = "text/plain; version=0.0.4")))]
-async fn metrics(State(st): State<OpsState>) -> Response {
+async fn metrics(State(st): State<Arc<OpsState>>) -> Response {
     let mut text = st.metrics.render();
     if let Some(limiter) = &st.rate_limiter {
         crate::metrics::render_rate_limited(limiter, &mut text);
@@ -361,21 +361,26 @@ async fn fallback() -> ApiError {
 }
 
 /// Builds the application serving every service.
-pub fn build(ctx: AppContext) -> Router {
+pub fn build(ctx: AppContext) -> crate::fastpath::App {
     build_for(ctx, &Service::ALL)
 }
 
 /// Builds the application serving the operational routes and the routes of
 /// `services` (duplicates are ignored). A path of a service not in the list
-/// answers 404 `route_not_found`, as any unknown path does.
-pub fn build_for(ctx: AppContext, services: &[Service]) -> Router {
-    let ops = ops_router().split_for_parts().0.with_state(OpsState {
-        tenants: ctx.tenants.clone(),
-        metrics: ctx.metrics.clone(),
-        resolve: ctx.resolve.clone(),
-        protected_resource: ctx.protected_resource.clone(),
-        rate_limiter: ctx.rate_limiter.clone(),
-    });
+/// answers 404 `route_not_found`, as any unknown path does. With the
+/// registry among them, unchanged version records are answered before
+/// routing ([`crate::fastpath`]).
+pub fn build_for(ctx: AppContext, services: &[Service]) -> crate::fastpath::App {
+    let ops = ops_router()
+        .split_for_parts()
+        .0
+        .with_state(Arc::new(OpsState {
+            tenants: ctx.tenants.clone(),
+            metrics: ctx.metrics.clone(),
+            resolve: ctx.resolve.clone(),
+            protected_resource: ctx.protected_resource.clone(),
+            rate_limiter: ctx.rate_limiter.clone(),
+        }));
     let docs: Router = SwaggerUi::new("/docs")
         .url("/openapi.json", openapi())
         .config(SwaggerConfig::default().validator_url("none"))
@@ -393,15 +398,26 @@ pub fn build_for(ctx: AppContext, services: &[Service]) -> Router {
             )));
     }
     let mut app = Router::new().merge(ops).merge(docs);
-    for service in services {
-        app = app.merge(service_router(&ctx, service));
+    for service in &services {
+        app = app.merge(service_router(&ctx, *service));
     }
-    app.fallback(fallback).layer(crate::edge::EdgeLayer::new(
+    let router = app.fallback(fallback).layer(crate::edge::EdgeLayer::new(
         ctx.metrics.clone(),
         ctx.authn.clone(),
         ctx.body_limit,
         ctx.request_timeout,
         ctx.protected_resource.clone(),
         ctx.rate_limiter.clone(),
-    ))
+    ));
+    if services.contains(&Service::Registry) {
+        crate::fastpath::App::with_fast_path(
+            router,
+            ctx.registry,
+            ctx.authn,
+            ctx.metrics,
+            ctx.rate_limiter,
+        )
+    } else {
+        crate::fastpath::App::routed(router)
+    }
 }

@@ -122,13 +122,15 @@ where
     fn call(&mut self, mut req: Request) -> EdgeFuture {
         let start = Instant::now();
         let shared = self.shared.clone();
-        let rid = match req.headers().get(&X_REQUEST_ID) {
-            Some(v) if valid_request_id(v) => v.clone(),
-            _ => next_request_id(),
-        };
+        let rid = request_id(req.headers());
         // An `Arc` clone: the template itself is never copied.
         let matched = req.extensions().get::<MatchedPath>().cloned();
-        let span = request_span(&req, matched.as_ref(), &rid);
+        let span = request_span(
+            req.method(),
+            req.headers(),
+            matched.as_ref().map_or(UNMATCHED_ROUTE, |m| m.as_str()),
+            &rid,
+        );
         let method = req.method().clone();
         // Only needed to name the metadata URL of a 401 when no public URL
         // is configured; a `HeaderValue` clone shares its bytes.
@@ -201,26 +203,59 @@ where
             if resp.status() == StatusCode::UNAUTHORIZED {
                 add_resource_metadata(&mut resp, &shared.protected.metadata_url(host.as_ref()));
             }
-            resp.headers_mut().insert(X_REQUEST_ID, rid);
-            let elapsed = start.elapsed();
-            let status = resp.status().as_u16();
             let route = matched.as_ref().map_or(UNMATCHED_ROUTE, |m| m.as_str());
-            shared.metrics.record(route, &method, status, elapsed);
-            if !span.is_disabled() {
-                span.record("http.status", status);
-                if resp.status().is_server_error() {
-                    span.record("otel.status_code", "error");
-                }
-            }
-            if resp.status().is_server_error() {
-                tracing::warn!(parent: &span, http.status = status,
-                    duration_ms = elapsed.as_secs_f64() * 1000.0, "request failed");
-            } else {
-                tracing::debug!(parent: &span, http.status = status,
-                    duration_ms = elapsed.as_secs_f64() * 1000.0, "request");
-            }
+            finish(
+                &shared.metrics,
+                route,
+                &method,
+                &mut resp,
+                rid,
+                start,
+                &span,
+            );
             Ok(resp)
         })
+    }
+}
+
+/// The request id to answer with: a sane inbound `x-request-id`, else a
+/// fresh one.
+pub(crate) fn request_id(headers: &axum::http::HeaderMap) -> HeaderValue {
+    match headers.get(&X_REQUEST_ID) {
+        Some(v) if valid_request_id(v) => v.clone(),
+        _ => next_request_id(),
+    }
+}
+
+/// What every answer gets on its way out, also one the server gives before
+/// routing ([`crate::fastpath`]): the request id header, the request
+/// metrics by route template, the span's status, and the request's log
+/// line.
+pub(crate) fn finish(
+    metrics: &Metrics,
+    route: &str,
+    method: &axum::http::Method,
+    resp: &mut Response,
+    rid: HeaderValue,
+    start: Instant,
+    span: &tracing::Span,
+) {
+    resp.headers_mut().insert(X_REQUEST_ID, rid);
+    let elapsed = start.elapsed();
+    let status = resp.status().as_u16();
+    metrics.record(route, method, status, elapsed);
+    if !span.is_disabled() {
+        span.record("http.status", status);
+        if resp.status().is_server_error() {
+            span.record("otel.status_code", "error");
+        }
+    }
+    if resp.status().is_server_error() {
+        tracing::warn!(parent: span, http.status = status,
+            duration_ms = elapsed.as_secs_f64() * 1000.0, "request failed");
+    } else {
+        tracing::debug!(parent: span, http.status = status,
+            duration_ms = elapsed.as_secs_f64() * 1000.0, "request");
     }
 }
 
@@ -228,12 +263,16 @@ where
 /// handled. Disabled (and free) when no subscriber wants `info` spans of
 /// this crate; only then are its fields formatted and the caller's trace
 /// context read.
-fn request_span(req: &Request, matched: Option<&MatchedPath>, rid: &HeaderValue) -> tracing::Span {
-    let route = matched.map_or(UNMATCHED_ROUTE, |m| m.as_str());
+pub(crate) fn request_span(
+    method: &axum::http::Method,
+    headers: &axum::http::HeaderMap,
+    route: &str,
+    rid: &HeaderValue,
+) -> tracing::Span {
     // The field values are evaluated only when the span is enabled.
     let span = tracing::info_span!(
         "http.request",
-        http.method = req.method().as_str(),
+        http.method = method.as_str(),
         http.route = route,
         request.id = rid.to_str().unwrap_or("unknown"),
         http.status = tracing::field::Empty,
@@ -245,12 +284,12 @@ fn request_span(req: &Request, matched: Option<&MatchedPath>, rid: &HeaderValue)
     );
     // W3C traceparent: join the caller's trace; records `trace.id` (a no-op
     // on a disabled span).
-    crate::telemetry::link_request_span(&span, req.headers(), req.method(), route);
+    crate::telemetry::link_request_span(&span, headers, method, route);
     span
 }
 
 /// The request id as text (ids are checked ASCII, or generated).
-fn id_text(rid: &HeaderValue) -> String {
+pub(crate) fn id_text(rid: &HeaderValue) -> String {
     rid.to_str().unwrap_or("unknown").to_owned()
 }
 

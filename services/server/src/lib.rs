@@ -8,9 +8,11 @@
 pub mod app;
 pub mod cli;
 pub mod config;
+pub mod conn_timer;
 pub mod contract;
 pub mod devkeys;
 pub mod edge;
+pub mod fastpath;
 pub mod metrics;
 pub mod purge;
 pub mod rate_limits;

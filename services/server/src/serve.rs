@@ -272,7 +272,8 @@ pub async fn start(cfg: Config, listener: Option<TcpListener>) -> anyhow::Result
 /// - every connection must deliver each request's complete header section
 ///   within `header_read_timeout_secs` (the clock starts when the server
 ///   waits for a request, so an idle kept-alive connection is closed after
-///   it too), else hyper closes it;
+///   it too), else hyper closes it; the deadlines run on one timer per
+///   connection ([`crate::conn_timer`]);
 /// - at most `max_connections` are open at once: past that, the loop waits
 ///   for one to close before accepting (further clients queue in the
 ///   kernel's backlog, then are refused by it);
@@ -284,19 +285,18 @@ pub async fn start(cfg: Config, listener: Option<TcpListener>) -> anyhow::Result
 /// at the ingress in front of the replicas.
 async fn accept_loop(
     listener: TcpListener,
-    router: axum::Router,
+    router: crate::fastpath::App,
     limits: crate::config::ConnectionSettings,
     shutdown: impl std::future::Future<Output = ()>,
 ) {
-    use hyper_util::rt::{TokioIo, TokioTimer};
+    use hyper_util::rt::TokioIo;
     use hyper_util::server::graceful::GracefulShutdown;
     use hyper_util::service::TowerToHyperService;
 
     let permits = Arc::new(tokio::sync::Semaphore::new(limits.max_connections));
     let graceful = GracefulShutdown::new();
     let mut http = hyper::server::conn::http1::Builder::new();
-    http.timer(TokioTimer::new())
-        .header_read_timeout(Duration::from_secs(limits.header_read_timeout_secs));
+    http.header_read_timeout(Duration::from_secs(limits.header_read_timeout_secs));
     tokio::pin!(shutdown);
     loop {
         let permit = tokio::select! {
@@ -330,7 +330,13 @@ async fn accept_loop(
         // As `axum::serve` did not: small answers leave at once.
         let _ = stream.set_nodelay(true);
         let service = TowerToHyperService::new(router.clone());
-        let conn = graceful.watch(http.serve_connection(TokioIo::new(stream), service));
+        // One timer per connection for the header read timeout
+        // (`conn_timer`: no trip through the timer wheel per request).
+        let conn = graceful.watch(
+            http.clone()
+                .timer(crate::conn_timer::ConnTimer::new())
+                .serve_connection(TokioIo::new(stream), service),
+        );
         tokio::spawn(async move {
             if let Err(e) = conn.await {
                 tracing::debug!(error = %e, "connection closed with an error");

@@ -356,3 +356,76 @@ async fn every_tenant_operation_is_charged_to_its_class() {
     // 34 today (the CORS preflight takes no token).
     assert!(checked >= 34, "only {checked} operations checked");
 }
+
+/// A `304` answered before routing is charged like any other read, and
+/// refused with the same problem.
+#[tokio::test]
+async fn the_304_fast_path_is_charged_and_refused_like_the_router() {
+    let app = limited(100, 4).await;
+    let doc = serde_json::json!({
+        "name": "io.github.acme/limits", "version": "1.0.0", "description": "d",
+        "signature": {"tools": [{"name": "t", "inputSchema": {"type": "object"}}],
+            "prompts": [], "resources": [], "resourceTemplates": []}
+    });
+    let path = format!(
+        "/v1/tenants/{}/servers/io.github.acme%2Flimits/versions/1.0.0",
+        app.tenant
+    );
+    let r = app.send("PUT", &path, Some(&app.admin()), Some(doc)).await;
+    assert!(
+        r.status.is_success(),
+        "{}",
+        String::from_utf8_lossy(&r.bytes)
+    );
+    let reader = app.as_roles("rita", &["reader"]);
+    // Two reads through the router (the second loads the index): the
+    // first two tokens.
+    let etag = app.get(&path, &reader).await.header("etag").unwrap();
+    let before = app.router.fast_answers();
+    let r = app
+        .send_raw(
+            "GET",
+            &path,
+            Some(&reader),
+            None,
+            &[("if-none-match", &etag)],
+        )
+        .await;
+    assert_eq!(r.status, 304);
+    assert_eq!(app.router.fast_answers(), before);
+    for i in 0..2 {
+        let r = app
+            .send_raw(
+                "GET",
+                &path,
+                Some(&reader),
+                None,
+                &[("if-none-match", &etag)],
+            )
+            .await;
+        assert_eq!(r.status, 304, "request {i}");
+    }
+    let r = app
+        .send_raw(
+            "GET",
+            &path,
+            Some(&reader),
+            None,
+            &[("if-none-match", &etag), ("x-request-id", "over-1")],
+        )
+        .await;
+    let body = r.problem(429, "rate_limited");
+    assert_eq!(body["scope"], "principal");
+    assert_eq!(body["request_id"], "over-1");
+    assert_eq!(r.header("retry-after").as_deref(), Some("1"));
+    assert_eq!(
+        app.router.fast_answers(),
+        before + 3,
+        "all three answered before routing"
+    );
+    let text = String::from_utf8(app.send("GET", "/metrics", None, None).await.bytes).unwrap();
+    assert!(
+        text.contains("signet_rate_limited_total{class=\"reads\",scope=\"principal\"} 1"),
+        "{text}"
+    );
+}

@@ -70,9 +70,19 @@ async fn signet(args: &[&str], env: &[(&str, &str)]) -> Run {
 }
 
 /// Serves `router` on `listener` in the background.
-fn serve_on(listener: tokio::net::TcpListener, router: axum::Router) {
+fn serve_on<S>(listener: tokio::net::TcpListener, router: S)
+where
+    S: tower::Service<
+            axum::extract::Request,
+            Response = axum::response::Response,
+            Error = std::convert::Infallible,
+        > + Clone
+        + Send
+        + 'static,
+    S::Future: Send,
+{
     tokio::spawn(async move {
-        let _ = axum::serve(listener, router).await;
+        let _ = axum::serve(listener, tower::make::Shared::new(router)).await;
     });
 }
 

@@ -679,6 +679,91 @@ async fn conditional_gets_answer_304() {
         .problem(401, "unauthenticated");
 }
 
+/// The server answers an unchanged record's `304` before routing when the
+/// token, the tenant and the index are all in memory. Its answers must be
+/// the router's, header for header, and everything it cannot decide alone
+/// (another tenant, a platform token, a name in another spelling, a cold
+/// index) must reach the router.
+#[tokio::test]
+async fn the_304_fast_path_answers_exactly_as_the_router() {
+    let app = TestApp::new().await;
+    publish(
+        &app,
+        &publisher(&app),
+        &card(SERVER, "1.0.0", json!([read_tool()])),
+    )
+    .await;
+    let t = app.as_roles("reader", &["reader"]);
+    let path = vpath(&app, SERVER, "1.0.0");
+    // Cold: the router answers; a first conditional read loads the index.
+    let etag = app.get(&path, &t).await.header("etag").unwrap();
+    let fast = || app.router.fast_answers();
+    let before = fast();
+    let r = app
+        .send_raw("GET", &path, Some(&t), None, &[("if-none-match", &etag)])
+        .await;
+    assert_eq!(r.status, 304);
+    assert_eq!(fast(), before, "a cold index is the router's");
+    let inm = [("if-none-match", etag.as_str()), ("x-request-id", "req-1")];
+    let quick = app.send_raw("GET", &path, Some(&t), None, &inm).await;
+    assert_eq!(fast(), before + 1, "the fast path answered");
+    // A query string sends the same request through the router.
+    let routed = app
+        .send_raw("GET", &format!("{path}?via=router"), Some(&t), None, &inm)
+        .await;
+    assert_eq!(fast(), before + 1, "the router answered");
+    assert_eq!(quick.status, 304);
+    assert_eq!(routed.status, 304);
+    assert!(quick.bytes.is_empty());
+    let headers = |r: &Resp| {
+        let mut h: Vec<(String, String)> = r
+            .headers
+            .iter()
+            .filter(|(k, _)| *k != "date")
+            .map(|(k, v)| (k.to_string(), v.to_str().unwrap().to_owned()))
+            .collect();
+        h.sort();
+        h
+    };
+    assert_eq!(headers(&quick), headers(&routed));
+    assert_eq!(quick.header("x-request-id").as_deref(), Some("req-1"));
+    // Without an inbound id, a fresh one (as the router gives).
+    let r = app
+        .send_raw("GET", &path, Some(&t), None, &[("if-none-match", &etag)])
+        .await;
+    assert_eq!(r.status, 304);
+    assert_eq!(r.header("x-request-id").map(|v| v.len()), Some(36));
+    assert_eq!(fast(), before + 2);
+    // What the fast path leaves to the router, each answered as before.
+    let other = token("mallory", Some("someone-else"), &["reader"]);
+    let platform = token("ops", None, &["platform"]);
+    let upper = path.replace("acme", "ACME");
+    let cases: [(&str, &str, u16); 4] = [
+        (&path, &other, 404),
+        (&path, &platform, 403),
+        (&upper, &t, 304),
+        (&path, "not-a-token", 401),
+    ];
+    for (p, tok, status) in cases {
+        let r = app
+            .send_raw("GET", p, Some(tok), None, &[("if-none-match", &etag)])
+            .await;
+        assert_eq!(r.status.as_u16(), status, "{p}");
+    }
+    assert_eq!(fast(), before + 2, "none of those took the fast path");
+    // A stale ETag is the router's 200.
+    approve(&app, SERVER, "1.0.0").await;
+    let r = app
+        .send_raw("GET", &path, Some(&t), None, &[("if-none-match", &etag)])
+        .await;
+    assert_eq!(r.status, 200);
+    assert_eq!(fast(), before + 2);
+    // Both paths count under the route's template.
+    let text = String::from_utf8(app.send("GET", "/metrics", None, None).await.bytes).unwrap();
+    let line = "signet_http_requests_total{route=\"/v1/tenants/{tenant}/servers/{server}/versions/{version}\",method=\"GET\",status=\"304\"} 5";
+    assert!(text.contains(line), "{text}");
+}
+
 /// Every document answer is read with a bearer token, so no shared cache may
 /// keep it: `private` (never `public`) and `Vary: Authorization`, for the
 /// signature and the card, exact and `latest`, 200 and 304 alike.

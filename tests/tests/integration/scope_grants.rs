@@ -50,11 +50,21 @@ pub async fn put(app: &TestApp, name: &str, body: &Value, headers: &[(&str, &str
 }
 
 /// A loopback HTTP server for the duration of a test.
-pub async fn serve(router: axum::Router) -> String {
+pub async fn serve<S>(router: S) -> String
+where
+    S: tower::Service<
+            axum::extract::Request,
+            Response = axum::response::Response,
+            Error = std::convert::Infallible,
+        > + Clone
+        + Send
+        + 'static,
+    S::Future: Send,
+{
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move {
-        let _ = axum::serve(listener, router).await;
+        let _ = axum::serve(listener, tower::make::Shared::new(router)).await;
     });
     format!("http://{addr}")
 }

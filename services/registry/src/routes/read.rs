@@ -168,7 +168,9 @@ pub async fn get_server(
 /// A version record (any role in the tenant). `{version}` may be `latest`.
 ///
 /// Strong `ETag` (digest and status revision); `If-None-Match` answers `304`
-/// from an in-process index without a database round trip.
+/// from an in-process index without a database round trip. The server
+/// answers the same `304` before routing when everything it needs is
+/// already in memory ([`crate::index::not_modified`]).
 #[utoipa::path(
     get,
     path = "/v1/tenants/{tenant}/servers/{server}/versions/{version}",
@@ -193,10 +195,8 @@ pub async fn get_version(
     let key = name.canonical();
     if let Some(inm) = inm.as_ref().and_then(|v| v.to_str().ok()) {
         let idx = server_index(&st, scope.tenant(), key).await?;
-        if let Some(entry) = idx.entry(&p.version)
-            && if_none_match(inm, &entry.record_etag)
-        {
-            return Ok(not_modified_with(entry.record_etag_header.clone()));
+        if let Some(etag) = crate::index::still_current(&idx, &p.version, inm) {
+            return Ok(not_modified_with(etag));
         }
     }
     let (stored, reviews) = load_record(&st, scope.tenant(), key, &p.version).await?;

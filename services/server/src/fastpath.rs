@@ -1,0 +1,289 @@
+//! The application as hyper calls it: the router, behind one fast path for
+//! the request clients repeat most, a conditional read of a version record
+//! that has not changed (`GET .../versions/{version}` with
+//! `If-None-Match` → `304`).
+//!
+//! Clients and gateways revalidate the signatures they hold at call time,
+//! so this request dominates a registry's traffic. Through the router it
+//! costs about twice a bare axum `304` (callgrind, `bench/instructions.sh`):
+//! routing allocates the three path parameters and percent-decodes them,
+//! the edge and the extractors insert extensions, the request parts are
+//! built and dropped. Everything the answer depends on is in memory:
+//! the verified-token cache, the caller's tenant and roles, and the ETag
+//! index. So [`App`] answers it before routing **only when all of it is
+//! already there**, and otherwise hands the request to the router
+//! unchanged:
+//!
+//! - the method is `GET`, the path has exactly the route's shape with no
+//!   percent-escape but `%2F` in the server name, no query, no body;
+//! - the bearer token is in the authenticator's cache and not expired;
+//! - the token's own tenant is the path's tenant and it holds a tenant
+//!   role (a `platform` token, another tenant, a missing role all take the
+//!   router, which answers 404 or 403 exactly as before);
+//! - the ETag index holds the server (keyed by its canonical, lowercase
+//!   name) and `If-None-Match` names the version's current record.
+//!
+//! Then the answer is the router's, header for header: `304` with the
+//! `ETag`, the request id, the request metrics under the route's template,
+//! the span (when a subscriber wants it) with the tenant and status, the
+//! rate-limit charge of the `reads` class (refused: the same `429`
+//! problem). Every other outcome (a `200`, any error) comes from the
+//! router, so its behaviour is defined in one place.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::task::{Context, Poll};
+use std::time::Instant;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::body::HttpBody;
+use axum::http::{HeaderValue, Method, Request, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use futures::future::{Either, Ready, ready};
+use signet_http::Authenticator;
+use signet_http::auth::Role;
+use signet_http::ratelimit::RateLimiter;
+use signet_registry::RegistryState;
+use signet_registry::index::VERSION_ROUTE;
+use tower::Service;
+
+use crate::edge;
+use crate::metrics::Metrics;
+
+/// The longest server name the fast path decodes (longer ones take the
+/// router; the registry's own limit on names is far below it).
+const MAX_NAME_BYTES: usize = 256;
+
+/// What the fast path reads.
+struct Fast {
+    registry: RegistryState,
+    authn: Arc<Authenticator>,
+    metrics: Arc<Metrics>,
+    limiter: Option<Arc<RateLimiter>>,
+    answered: AtomicU64,
+}
+
+/// The router behind the conditional-read fast path (module docs).
+#[derive(Clone)]
+pub struct App {
+    router: Router,
+    fast: Option<Arc<Fast>>,
+}
+
+impl App {
+    /// `router` alone: every request is routed.
+    pub fn routed(router: Router) -> App {
+        App { router, fast: None }
+    }
+
+    /// `router` behind the fast path over the registry's index.
+    pub fn with_fast_path(
+        router: Router,
+        registry: RegistryState,
+        authn: Arc<Authenticator>,
+        metrics: Arc<Metrics>,
+        limiter: Option<Arc<RateLimiter>>,
+    ) -> App {
+        App {
+            router,
+            fast: Some(Arc::new(Fast {
+                registry,
+                authn,
+                metrics,
+                limiter,
+                answered: AtomicU64::new(0),
+            })),
+        }
+    }
+
+    /// How many requests the fast path answered (for tests).
+    pub fn fast_answers(&self) -> u64 {
+        self.fast
+            .as_ref()
+            .map_or(0, |f| f.answered.load(Ordering::Relaxed))
+    }
+}
+
+impl<B> Service<Request<B>> for App
+where
+    B: HttpBody<Data = Bytes> + Send + 'static,
+    B::Error: Into<axum::BoxError>,
+{
+    type Response = Response;
+    type Error = Infallible;
+    type Future =
+        Either<Ready<Result<Response, Infallible>>, axum::routing::future::RouteFuture<Infallible>>;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        // The router is always ready.
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, req: Request<B>) -> Self::Future {
+        if let Some(fast) = &self.fast
+            && let Some(resp) = fast.answer(&req)
+        {
+            return Either::Left(ready(Ok(resp)));
+        }
+        Either::Right(self.router.call(req))
+    }
+}
+
+/// The parts of `/v1/tenants/{tenant}/servers/{server}/versions/{version}`.
+fn split_version_path(path: &str) -> Option<(&str, &str, &str)> {
+    let rest = path.strip_prefix("/v1/tenants/")?;
+    let (tenant, rest) = rest.split_once('/')?;
+    let rest = rest.strip_prefix("servers/")?;
+    let (server, rest) = rest.split_once('/')?;
+    let version = rest.strip_prefix("versions/")?;
+    let plain = |s: &str| !s.is_empty() && !s.contains(['/', '%']);
+    (plain(tenant) && !server.is_empty() && plain(version)).then_some((tenant, server, version))
+}
+
+/// The server segment as its canonical key, when it can only mean that:
+/// `%2F` (either case) is the only escape, and no uppercase letter (the
+/// canonical form is lowercase; other names take the router, which
+/// parses them properly).
+fn canonical_server<'a>(segment: &str, buf: &'a mut [u8; MAX_NAME_BYTES]) -> Option<&'a str> {
+    let bytes = segment.as_bytes();
+    let mut len = 0;
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = match bytes[i] {
+            b'%' => {
+                if !matches!(bytes.get(i + 1..i + 3), Some(b"2F" | b"2f")) {
+                    return None;
+                }
+                i += 3;
+                b'/'
+            }
+            b if b.is_ascii_uppercase() || !b.is_ascii() => return None,
+            b => {
+                i += 1;
+                b
+            }
+        };
+        *buf.get_mut(len)? = b;
+        len += 1;
+    }
+    std::str::from_utf8(&buf[..len]).ok()
+}
+
+impl Fast {
+    /// The `304` when everything it needs is in memory (module docs).
+    fn answer<B: HttpBody>(&self, req: &Request<B>) -> Option<Response> {
+        if req.method() != Method::GET || req.uri().query().is_some() || !req.body().is_end_stream()
+        {
+            return None;
+        }
+        let (tenant, server, version) = split_version_path(req.uri().path())?;
+        let headers = req.headers();
+        let inm = headers.get(header::IF_NONE_MATCH)?.to_str().ok()?;
+        let principal = self
+            .authn
+            .cached_header(headers.get(header::AUTHORIZATION)?)?;
+        let own = principal.tenant.as_ref()?;
+        if own.as_str() != tenant || !principal.has_any(&Role::TENANT) {
+            return None;
+        }
+        let mut buf = [0u8; MAX_NAME_BYTES];
+        let key = canonical_server(server, &mut buf)?;
+        let etag =
+            signet_registry::index::not_modified(&self.registry.index, own, key, version, inm)?;
+        // From here on the fast path answers, whatever happens.
+        let start = Instant::now();
+        let rid = edge::request_id(headers);
+        let span = edge::request_span(&Method::GET, headers, VERSION_ROUTE, &rid);
+        if !span.is_disabled() {
+            span.record("tenant.id", own.as_str());
+        }
+        let limited = self.limiter.as_ref().and_then(|limiter| {
+            let class = crate::rate_limits::classify(&Method::GET, VERSION_ROUTE)?;
+            limiter.check(own, &principal, class).err()
+        });
+        let mut resp = match limited {
+            Some(limited) => limited
+                .into_error()
+                .into_response_with_id(Some(edge::id_text(&rid))),
+            None => {
+                let mut r = StatusCode::NOT_MODIFIED.into_response();
+                r.headers_mut().insert(header::ETAG, etag);
+                // What axum's routing adds to a response of known length.
+                r.headers_mut()
+                    .insert(header::CONTENT_LENGTH, HeaderValue::from_static("0"));
+                r
+            }
+        };
+        edge::finish(
+            &self.metrics,
+            VERSION_ROUTE,
+            &Method::GET,
+            &mut resp,
+            rid,
+            start,
+            &span,
+        );
+        self.answered.fetch_add(1, Ordering::Relaxed);
+        Some(resp)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_version_route_shape_is_taken() {
+        assert_eq!(
+            split_version_path("/v1/tenants/acme/servers/io.x%2Fy/versions/1.0.0"),
+            Some(("acme", "io.x%2Fy", "1.0.0"))
+        );
+        assert_eq!(
+            split_version_path("/v1/tenants/acme/servers/s/versions/latest"),
+            Some(("acme", "s", "latest"))
+        );
+        for other in [
+            "/v1/tenants/acme/servers/s/versions/1.0.0/card",
+            "/v1/tenants/acme/servers/s/versions/",
+            "/v1/tenants/acme/servers/s/versions",
+            "/v1/tenants/acme/servers/s",
+            "/v1/tenants//servers/s/versions/1",
+            "/v1/tenants/a%63me/servers/s/versions/1",
+            "/v1/tenants/acme/servers/s/versions/1%2E0",
+            "/v1/tenants/acme/servers//versions/1",
+            "/v2/tenants/acme/servers/s/versions/1",
+        ] {
+            assert_eq!(split_version_path(other), None, "{other}");
+        }
+    }
+
+    #[test]
+    fn only_plain_lowercase_names_with_an_escaped_slash_are_decoded() {
+        let mut buf = [0u8; MAX_NAME_BYTES];
+        assert_eq!(
+            canonical_server("io.github.acme%2Ffiles", &mut buf),
+            Some("io.github.acme/files")
+        );
+        assert_eq!(canonical_server("io.x%2fy", &mut buf), Some("io.x/y"));
+        for other in ["Io.x%2Fy", "io.x%2Gy", "io.x%2", "io.x%20y", "caf\u{e9}"] {
+            assert_eq!(canonical_server(other, &mut buf), None, "{other}");
+        }
+        let long = "a".repeat(MAX_NAME_BYTES + 1);
+        assert_eq!(canonical_server(&long, &mut buf), None);
+        let max = "a".repeat(MAX_NAME_BYTES);
+        assert_eq!(canonical_server(&max, &mut buf), Some(max.as_str()));
+    }
+
+    #[test]
+    fn the_route_constant_is_the_registry_route() {
+        let doc = signet_registry::router().into_openapi();
+        let item = doc
+            .paths
+            .paths
+            .get(VERSION_ROUTE)
+            .expect("the registry serves the version route");
+        assert!(item.get.is_some(), "as a GET");
+    }
+}
