@@ -38,7 +38,6 @@ use signet_http::body::too_large;
 use signet_http::problem::{ApiError, NotAProblem, PROBLEM_JSON, RenderedProblem};
 use signet_http::ratelimit::{Charge, RateLimiter};
 use tower::{Layer, Service};
-use tracing::Instrument as _;
 
 use crate::app::{ProtectedResource, add_resource_metadata};
 use crate::metrics::{Metrics, UNMATCHED_ROUTE};
@@ -104,8 +103,6 @@ pub struct Edge<S> {
     shared: Arc<Shared>,
 }
 
-type EdgeFuture = Pin<Box<dyn Future<Output = Result<Response, Infallible>> + Send>>;
-
 impl<S> Service<Request> for Edge<S>
 where
     S: Service<Request, Response = Response, Error = Infallible>,
@@ -113,13 +110,13 @@ where
 {
     type Response = Response;
     type Error = Infallible;
-    type Future = EdgeFuture;
+    type Future = EdgeFuture<S::Future>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
         self.inner.poll_ready(cx)
     }
 
-    fn call(&mut self, mut req: Request) -> EdgeFuture {
+    fn call(&mut self, mut req: Request) -> EdgeFuture<S::Future> {
         let start = Instant::now();
         let shared = self.shared.clone();
         let rid = request_id(req.headers());
@@ -153,7 +150,11 @@ where
                 // to a body sent without a length, or with one we accepted.
                 DefaultBodyLimit::max(shared.body_limit).apply(&mut req);
             }
-            req.extensions_mut().insert(shared.authn.clone());
+            // The operational routes never authenticate: they skip the
+            // insert.
+            if matched.as_ref().is_some_and(|m| authenticates(m.as_str())) {
+                req.extensions_mut().insert(shared.authn.clone());
+            }
             if let (Some(limiter), Some(m)) = (&shared.limiter, &matched)
                 && let Some(class) = crate::rate_limits::classify(&method, m.as_str())
             {
@@ -164,58 +165,166 @@ where
             }
             Some(self.inner.call(req))
         };
-        Box::pin(async move {
-            let resp = match inner {
-                None => Err(too_large()),
-                Some(fut) => {
-                    let deadline = tokio::time::Instant::from_std(start + shared.timeout);
-                    match tokio::time::timeout_at(deadline, fut)
-                        .instrument(span.clone())
-                        .await
-                    {
-                        Ok(Ok(r)) => Ok(r),
-                        Ok(Err(never)) => match never {},
-                        Err(_) => Err(ApiError::new(
-                            StatusCode::REQUEST_TIMEOUT,
-                            "request_timeout",
-                            "Request timed out",
-                        )),
+        EdgeFuture {
+            inner,
+            timer: None,
+            converting: None,
+            done: Some(Done {
+                shared,
+                rid,
+                matched,
+                span,
+                method,
+                host,
+                start,
+            }),
+        }
+    }
+}
+
+/// Whether a route may read the [`Authenticator`]: all but the operational
+/// ones (probes, metrics, the API documents and the RFC 9728 metadata),
+/// which are public. A route missing here that does authenticate answers
+/// 500 (`no Authenticator installed`), which every route's tests would see.
+fn authenticates(template: &str) -> bool {
+    !(matches!(
+        template,
+        "/healthz" | "/readyz" | "/metrics" | "/openapi.json"
+    ) || template == crate::app::PROTECTED_RESOURCE_PATH
+        || template.starts_with("/docs"))
+}
+
+/// What the edge keeps of a request to finish its answer.
+struct Done {
+    shared: Arc<Shared>,
+    rid: HeaderValue,
+    matched: Option<MatchedPath>,
+    span: tracing::Span,
+    method: axum::http::Method,
+    host: Option<HeaderValue>,
+    start: Instant,
+}
+
+pin_project_lite::pin_project! {
+    /// The edge's answer to one request. Written out rather than an
+    /// `async` block so that a request costs no allocation of its own: the
+    /// handler's future is held in place, the request-timeout timer is
+    /// armed only if the handler does not answer on its first poll (most
+    /// answers from memory never touch the timer wheel), and only the rare
+    /// plain-text error whose body must be read is boxed.
+    pub struct EdgeFuture<F> {
+        #[pin]
+        inner: Option<F>,
+        #[pin]
+        timer: Option<tokio::time::Sleep>,
+        converting: Option<Pin<Box<dyn Future<Output = Response> + Send>>>,
+        done: Option<Done>,
+    }
+}
+
+impl<F> Future for EdgeFuture<F>
+where
+    F: Future<Output = Result<Response, Infallible>>,
+{
+    type Output = Result<Response, Infallible>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let mut this = self.project();
+        if let Some(converting) = this.converting.as_mut() {
+            let resp = std::task::ready!(converting.as_mut().poll(cx));
+            *this.converting = None;
+            return Poll::Ready(Ok(complete(this.done, resp)));
+        }
+        let Some(done) = this.done.as_ref() else {
+            panic!("EdgeFuture polled after completion");
+        };
+        let answer = match this.inner.as_mut().as_pin_mut() {
+            None => Err(too_large()),
+            Some(fut) => {
+                // The handler runs inside the request's span.
+                let polled = {
+                    let _entered = done.span.enter();
+                    fut.poll(cx)
+                };
+                match polled {
+                    Poll::Ready(Ok(r)) => Ok(r),
+                    Poll::Ready(Err(never)) => match never {},
+                    Poll::Pending => {
+                        if this.timer.is_none() {
+                            let deadline =
+                                tokio::time::Instant::from_std(done.start + done.shared.timeout);
+                            this.timer.set(Some(tokio::time::sleep_until(deadline)));
+                        }
+                        match this.timer.as_mut().as_pin_mut().map(|t| t.poll(cx)) {
+                            Some(Poll::Ready(())) => Err(ApiError::new(
+                                StatusCode::REQUEST_TIMEOUT,
+                                "request_timeout",
+                                "Request timed out",
+                            )),
+                            _ => return Poll::Pending,
+                        }
                     }
                 }
-            };
-            let mut resp = match resp {
-                Ok(r) => r,
-                Err(e) => e.into_response(),
-            };
-            let status = resp.status();
-            if let Some(RenderedProblem(err)) = resp.extensions_mut().remove::<RenderedProblem>() {
-                resp = err.into_response_with_id(Some(id_text(&rid)));
-            } else if (status.is_client_error() || status.is_server_error())
-                && resp.extensions().get::<NotAProblem>().is_none()
-                && resp
-                    .headers()
-                    .get(header::CONTENT_TYPE)
-                    .is_none_or(|v| v.as_bytes() != PROBLEM_JSON.as_bytes())
-            {
-                let err = convert_plain_error(resp).await;
-                resp = err.into_response_with_id(Some(id_text(&rid)));
             }
-            if resp.status() == StatusCode::UNAUTHORIZED {
-                add_resource_metadata(&mut resp, &shared.protected.metadata_url(host.as_ref()));
-            }
-            let route = matched.as_ref().map_or(UNMATCHED_ROUTE, |m| m.as_str());
-            finish(
-                &shared.metrics,
-                route,
-                &method,
-                &mut resp,
-                rid,
-                start,
-                &span,
-            );
-            Ok(resp)
-        })
+        };
+        // The handler's future is done (or abandoned): drop it now.
+        this.inner.set(None);
+        this.timer.set(None);
+        let mut resp = match answer {
+            Ok(r) => r,
+            Err(e) => e.into_response(),
+        };
+        let status = resp.status();
+        if let Some(RenderedProblem(err)) = resp.extensions_mut().remove::<RenderedProblem>() {
+            resp = err.into_response_with_id(Some(id_text(&done.rid)));
+        } else if (status.is_client_error() || status.is_server_error())
+            && resp.extensions().get::<NotAProblem>().is_none()
+            && resp
+                .headers()
+                .get(header::CONTENT_TYPE)
+                .is_none_or(|v| v.as_bytes() != PROBLEM_JSON.as_bytes())
+        {
+            // Rare (axum's own rejections): the plain body is read into the
+            // problem's detail, which needs an `await`.
+            let id = id_text(&done.rid);
+            let mut converting: Pin<Box<dyn Future<Output = Response> + Send>> =
+                Box::pin(async move {
+                    convert_plain_error(resp)
+                        .await
+                        .into_response_with_id(Some(id))
+                });
+            return match converting.as_mut().poll(cx) {
+                Poll::Ready(resp) => Poll::Ready(Ok(complete(this.done, resp))),
+                Poll::Pending => {
+                    *this.converting = Some(converting);
+                    Poll::Pending
+                }
+            };
+        }
+        Poll::Ready(Ok(complete(this.done, resp)))
     }
+}
+
+/// The last touches of an answer: the metadata URL of a `401`, then
+/// [`finish`].
+fn complete(done: &mut Option<Done>, mut resp: Response) -> Response {
+    let Some(d) = done.take() else {
+        return resp;
+    };
+    if resp.status() == StatusCode::UNAUTHORIZED {
+        add_resource_metadata(&mut resp, &d.shared.protected.metadata_url(d.host.as_ref()));
+    }
+    let route = d.matched.as_ref().map_or(UNMATCHED_ROUTE, |m| m.as_str());
+    finish(
+        &d.shared.metrics,
+        route,
+        &d.method,
+        &mut resp,
+        d.rid,
+        d.start,
+        &d.span,
+    );
+    resp
 }
 
 /// The request id to answer with: a sane inbound `x-request-id`, else a
@@ -305,9 +414,18 @@ fn valid_request_id(v: &HeaderValue) -> bool {
 /// counter, so ids are unique within the process and the hot path makes no
 /// system call and no formatting pass.
 fn next_request_id() -> HeaderValue {
+    use std::sync::OnceLock;
     static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-    let text = uuid_text(process_prefix(), n);
+    // The prefix's half of the text is formatted once; each id only writes
+    // the counter's 16 hex digits (the last 4-12 groups).
+    static TEMPLATE: OnceLock<[u8; 36]> = OnceLock::new();
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut text = *TEMPLATE.get_or_init(|| uuid_text(process_prefix(), 0));
+    let mut n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    for at in (24..36).rev().chain((19..23).rev()) {
+        text[at] = HEX[(n & 0xf) as usize];
+        n >>= 4;
+    }
     HeaderValue::from_bytes(&text).unwrap_or_else(|_| HeaderValue::from_static("unknown"))
 }
 
@@ -399,6 +517,20 @@ mod tests {
         assert!(valid_request_id(&HeaderValue::from_str(a).unwrap()));
         let parsed = uuid::Uuid::parse_str(a).expect("a UUID");
         assert_eq!(parsed.to_string(), a, "lowercase, hyphenated");
+    }
+
+    #[test]
+    fn generated_ids_count_up_in_their_last_groups() {
+        let a = next_request_id();
+        let b = next_request_id();
+        let (a, b) = (a.to_str().unwrap(), b.to_str().unwrap());
+        assert_eq!(a[..19], b[..19], "the process prefix");
+        let counter = |s: &str| u64::from_str_radix(&s[19..].replace('-', ""), 16).unwrap();
+        assert!(counter(b) > counter(a));
+        assert_eq!(
+            a,
+            std::str::from_utf8(&uuid_text(process_prefix(), counter(a))).unwrap()
+        );
     }
 
     #[test]
