@@ -158,6 +158,10 @@ async fn resolve(State(st): State<AppState>, body: Bytes) -> Response {
     }
 }
 
+/// The same allocator as Signet's binary.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[tokio::main]
 async fn main() {
     let port: u16 = match std::env::args().nth(1).map(|p| p.parse()) {
