@@ -700,3 +700,21 @@ pub fn realdata() -> Option<std::path::PathBuf> {
         None
     }
 }
+
+/// Serves `service` (a test double's router, or the real application) on
+/// `listener` in the background, for the rest of the test.
+pub fn serve_on<S>(listener: tokio::net::TcpListener, service: S)
+where
+    S: tower::Service<
+            axum::extract::Request,
+            Response = axum::response::Response,
+            Error = std::convert::Infallible,
+        > + Clone
+        + Send
+        + 'static,
+    S::Future: Send,
+{
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, tower::make::Shared::new(service)).await;
+    });
+}

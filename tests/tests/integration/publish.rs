@@ -69,23 +69,6 @@ async fn signet(args: &[&str], env: &[(&str, &str)]) -> Run {
     }
 }
 
-/// Serves `router` on `listener` in the background.
-fn serve_on<S>(listener: tokio::net::TcpListener, router: S)
-where
-    S: tower::Service<
-            axum::extract::Request,
-            Response = axum::response::Response,
-            Error = std::convert::Infallible,
-        > + Clone
-        + Send
-        + 'static,
-    S::Future: Send,
-{
-    tokio::spawn(async move {
-        let _ = axum::serve(listener, tower::make::Shared::new(router)).await;
-    });
-}
-
 async fn listen() -> (tokio::net::TcpListener, String) {
     let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", l.local_addr().unwrap());

@@ -63,9 +63,7 @@ where
 {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move {
-        let _ = axum::serve(listener, tower::make::Shared::new(router)).await;
-    });
+    serve_on(listener, router);
     format!("http://{addr}")
 }
 
