@@ -701,20 +701,45 @@ pub fn realdata() -> Option<std::path::PathBuf> {
     }
 }
 
-/// Serves `service` (a test double's router, or the real application) on
-/// `listener` in the background, for the rest of the test.
-pub fn serve_on<S>(listener: tokio::net::TcpListener, service: S)
-where
+/// What a test can serve over TCP: a test double's router, or the real
+/// application ([`TestApp::router`]).
+pub trait Served:
+    tower::Service<
+        axum::extract::Request,
+        Response = axum::response::Response,
+        Error = std::convert::Infallible,
+        Future: Send,
+    > + Clone
+    + Send
+    + 'static
+{
+}
+
+impl<S> Served for S where
     S: tower::Service<
             axum::extract::Request,
             Response = axum::response::Response,
             Error = std::convert::Infallible,
+            Future: Send,
         > + Clone
         + Send
-        + 'static,
-    S::Future: Send,
+        + 'static
 {
+}
+
+/// Serves `service` on `listener` in the background, for the rest of the
+/// test.
+pub fn serve_on(listener: tokio::net::TcpListener, service: impl Served) {
     tokio::spawn(async move {
         let _ = axum::serve(listener, tower::make::Shared::new(service)).await;
     });
+}
+
+/// Serves `service` on a fresh loopback port for the rest of the test; its
+/// base URL.
+pub async fn serve_local(service: impl Served) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    serve_on(listener, service);
+    format!("http://{addr}")
 }

@@ -44,7 +44,7 @@ use axum::response::{IntoResponse, Response};
 use futures::future::{Either, Ready, ready};
 use signet_http::Authenticator;
 use signet_http::auth::Role;
-use signet_http::ratelimit::RateLimiter;
+use signet_http::ratelimit::{RateLimiter, RouteClass};
 use signet_registry::RegistryState;
 use signet_registry::index::VERSION_ROUTE;
 use tower::Service;
@@ -61,7 +61,8 @@ struct Fast {
     registry: RegistryState,
     authn: Arc<Authenticator>,
     metrics: Arc<Metrics>,
-    limiter: Option<Arc<RateLimiter>>,
+    /// The limiter with the route's class (classified once, here).
+    limiter: Option<(Arc<RateLimiter>, RouteClass)>,
     answered: AtomicU64,
 }
 
@@ -92,7 +93,9 @@ impl App {
                 registry,
                 authn,
                 metrics,
-                limiter,
+                limiter: limiter.and_then(|l| {
+                    crate::rate_limits::classify(&Method::GET, VERSION_ROUTE).map(|c| (l, c))
+                }),
                 answered: AtomicU64::new(0),
             })),
         }
@@ -199,10 +202,10 @@ impl Fast {
         if !span.is_disabled() {
             span.record("tenant.id", own.as_str());
         }
-        let limited = self.limiter.as_ref().and_then(|limiter| {
-            let class = crate::rate_limits::classify(&Method::GET, VERSION_ROUTE)?;
-            limiter.check(own, &principal, class).err()
-        });
+        let limited = self
+            .limiter
+            .as_ref()
+            .and_then(|(limiter, class)| limiter.check(own, &principal, *class).err());
         let mut resp = match limited {
             Some(limited) => limited
                 .into_error()

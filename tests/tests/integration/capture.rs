@@ -811,7 +811,7 @@ struct Published {
 impl Published {
     async fn new() -> Published {
         let app = TestApp::new().await;
-        let base = crate::scope_grants::serve(app.router.clone()).await;
+        let base = serve_local(app.router.clone()).await;
         let up = upstream(Switches::default()).await;
         let r = signet(
             &["capture", &up.url(), "--name", NAME, "--version", "1.0.0"],

@@ -49,24 +49,6 @@ pub async fn put(app: &TestApp, name: &str, body: &Value, headers: &[(&str, &str
     .await
 }
 
-/// A loopback HTTP server for the duration of a test.
-pub async fn serve<S>(router: S) -> String
-where
-    S: tower::Service<
-            axum::extract::Request,
-            Response = axum::response::Response,
-            Error = std::convert::Infallible,
-        > + Clone
-        + Send
-        + 'static,
-    S::Future: Send,
-{
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    serve_on(listener, router);
-    format!("http://{addr}")
-}
-
 fn no_secret(r: &Resp) {
     assert!(
         !String::from_utf8_lossy(&r.bytes).contains(SECRET),
@@ -461,7 +443,7 @@ fn metadata(base: &str, s256: bool) -> Value {
 async fn endpoints_are_discovered_and_metadata_without_s256_is_refused() {
     let app = TestApp::new().await;
     // Only OpenID Connect discovery, with S256.
-    let oidc = serve(axum::Router::new().route(
+    let oidc = serve_local(axum::Router::new().route(
         "/.well-known/openid-configuration",
         get(|headers: HeaderMap| async move {
             let host = headers[header::HOST].to_str().unwrap().to_owned();
@@ -481,7 +463,7 @@ async fn endpoints_are_discovered_and_metadata_without_s256_is_refused() {
     assert_eq!(v["endpoints_from"], "openid_configuration");
     assert_eq!(v["token_endpoint"], format!("{oidc}/token"));
     // RFC 8414 first; metadata that does not list S256 is refused.
-    let plain = serve(axum::Router::new().route(
+    let plain = serve_local(axum::Router::new().route(
         "/.well-known/oauth-authorization-server",
         get(|headers: HeaderMap| async move {
             let host = headers[header::HOST].to_str().unwrap().to_owned();
@@ -499,7 +481,7 @@ async fn endpoints_are_discovered_and_metadata_without_s256_is_refused() {
     .problem(422, "validation_failed");
     assert_eq!(p["errors"][0]["code"], "pkce_s256_unsupported", "{p}");
     // Metadata naming another issuer is refused (RFC 8414 §3.3).
-    let liar = serve(axum::Router::new().route(
+    let liar = serve_local(axum::Router::new().route(
         "/.well-known/oauth-authorization-server",
         get(|| async { Json(metadata("https://someone.else", true)) }),
     ))
@@ -514,7 +496,7 @@ async fn endpoints_are_discovered_and_metadata_without_s256_is_refused() {
     .problem(422, "validation_failed");
     assert_eq!(p["errors"][0]["code"], "invalid_metadata", "{p}");
     // Nothing there at all.
-    let empty = serve(axum::Router::new()).await;
+    let empty = serve_local(axum::Router::new()).await;
     let p = put(
         &app,
         "empty",
@@ -741,7 +723,7 @@ struct Hits(Arc<AtomicUsize>, Arc<AtomicUsize>);
 async fn a_token_endpoint_answering_302_is_not_followed_and_the_state_is_single_use() {
     let app = TestApp::new().await;
     let hits = Hits(Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
-    let base = serve(
+    let base = serve_local(
         axum::Router::new()
             .route(
                 "/token",
@@ -818,7 +800,7 @@ async fn an_expired_state_is_refused_and_nothing_is_exchanged() {
     let app = TestApp::new().await;
     let hits = Arc::new(AtomicUsize::new(0));
     let h = hits.clone();
-    let base = serve(axum::Router::new().route(
+    let base = serve_local(axum::Router::new().route(
         "/token",
         post(move || {
             let h = h.clone();
@@ -883,7 +865,7 @@ async fn an_expired_state_is_refused_and_nothing_is_exchanged() {
 #[tokio::test]
 async fn expired_states_are_purged_and_live_ones_kept() {
     let app = TestApp::new().await;
-    let base = serve(axum::Router::new()).await;
+    let base = serve_local(axum::Router::new()).await;
     put(
         &app,
         "purge",
