@@ -592,9 +592,21 @@ impl Authenticator {
         };
         // Read only: an expired entry is left for the full path to drop
         // and answer.
-        let hit = self.cache.get(self.hasher.hash_one(token))?;
-        (*hit.token == *token && now_secs() <= hit.principal.expires_at + self.leeway)
-            .then(|| hit.principal.clone())
+        let (_, hit) = self.lookup(token)?;
+        self.unexpired(&hit).then(|| hit.principal.clone())
+    }
+
+    /// The cache entry of `token` (and its key): only an entry of this very
+    /// token, never one that merely shares its keyed hash.
+    fn lookup(&self, token: &[u8]) -> Option<(u64, Arc<Verified>)> {
+        let key = self.hasher.hash_one(token);
+        let hit = self.cache.get(key)?;
+        (*hit.token == *token).then_some((key, hit))
+    }
+
+    /// Whether a cached token is still within its `exp` (with the leeway).
+    fn unexpired(&self, hit: &Verified) -> bool {
+        now_secs() <= hit.principal.expires_at + self.leeway
     }
 
     /// Verifies a compact JWT.
@@ -607,13 +619,9 @@ impl Authenticator {
 
     /// The cached answer for `token`, if it was verified before.
     fn cached(&self, token: &[u8]) -> Option<Result<Arc<Principal>, AuthError>> {
-        let key = self.hasher.hash_one(token);
-        let hit = self.cache.get(key)?;
-        if *hit.token != *token {
-            // Another token with the same keyed hash: verify this one.
-            return None;
-        }
-        if now_secs() <= hit.principal.expires_at + self.leeway {
+        // Another token with the same keyed hash is a miss: verify this one.
+        let (key, hit) = self.lookup(token)?;
+        if self.unexpired(&hit) {
             return Some(Ok(hit.principal.clone()));
         }
         self.cache.invalidate(key);
