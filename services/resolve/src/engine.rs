@@ -40,6 +40,8 @@ use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::{Duration, Instant, SystemTime};
 
 use axum::body::Bytes;
+use futures::FutureExt as _;
+use futures::future::{BoxFuture, Shared};
 use serde::Serialize;
 use serde_json::Value;
 use signet_core::Mode;
@@ -258,6 +260,13 @@ struct Done {
 
 type Outcome = Arc<Result<Done, FetchError>>;
 
+/// The one upstream call of a key, shared by every caller waiting on it.
+/// Whichever waiter polls drives it, in its own task: the leader's
+/// request needs no hop to another task, and the call goes on while any
+/// waiter remains. When every waiter has gone (their clients hung up) the
+/// call is dropped, its HTTP connection with it.
+type Flight = Shared<BoxFuture<'static, Outcome>>;
+
 /// Per-session state on this replica.
 struct SessionState {
     prefix: Vec<u8>,
@@ -296,7 +305,7 @@ struct Inner {
     cfg: EngineConfig,
     cache: ResolveCache,
     stats: Arc<Stats>,
-    inflight: Mutex<HashMap<CacheKey, watch::Receiver<Option<Outcome>>>>,
+    inflight: Mutex<HashMap<CacheKey, Flight>>,
     sessions: moka::sync::Cache<Vec<u8>, Arc<SessionState>>,
     pool: Pool,
     draws: AtomicU64,
@@ -413,10 +422,10 @@ impl Engine {
             return Ok(fallback(inner, tool, FallbackReason::RetryAfter));
         }
         // One upstream call per key: join the call in flight or start one.
-        let (mut rx, leader) = {
+        let (flight, leader) = {
             let mut inflight = inner.inflight.lock().unwrap_or_else(|e| e.into_inner());
-            if let Some(rx) = inflight.get(&key) {
-                (rx.clone(), false)
+            if let Some(f) = inflight.get(&key) {
+                (f.clone(), false)
             } else {
                 // The call that just finished cached its answer before
                 // leaving the in-flight map: look again under the lock.
@@ -428,9 +437,7 @@ impl Engine {
                     inner.stats.hit();
                     return Ok(serve(inner, ctx, tool, &e.value, Source::Cache, None));
                 }
-                let (tx, rx) = watch::channel(None);
-                inflight.insert(key.clone(), rx.clone());
-                tokio::spawn(fetch(
+                let flight = fetch(
                     inner.clone(),
                     state.clone(),
                     ctx.clone(),
@@ -438,22 +445,17 @@ impl Engine {
                     name.to_owned(),
                     arguments.clone(),
                     key.clone(),
-                    tx,
-                ));
-                (rx, true)
+                )
+                .boxed()
+                .shared();
+                inflight.insert(key.clone(), flight.clone());
+                (flight, true)
             }
         };
         if !leader {
             inner.stats.coalesced();
         }
-        let outcome: Option<Outcome> = match rx.wait_for(Option::is_some).await {
-            Ok(v) => v.clone(),
-            Err(_) => None,
-        };
-        let Some(outcome) = outcome else {
-            // The fetch task ended without an answer (it panicked).
-            return Ok(fallback(inner, tool, FallbackReason::UpstreamError));
-        };
+        let outcome = flight.await;
         match outcome.as_ref() {
             Ok(done) => {
                 // The first caller to take the answer reports its events
@@ -674,8 +676,20 @@ async fn fetch(
     name: String,
     arguments: Value,
     key: CacheKey,
-    tx: watch::Sender<Option<Outcome>>,
-) {
+) -> Outcome {
+    /// Takes the key out of the in-flight map when the call ends, or is
+    /// dropped because no caller waits for it any more.
+    struct Leave<'a>(&'a Inner, &'a CacheKey);
+    impl Drop for Leave<'_> {
+        fn drop(&mut self) {
+            self.0
+                .inflight
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .remove(self.1);
+        }
+    }
+    let leave = Leave(&inner, &key);
     let started = Instant::now();
     let answer = tokio::time::timeout(inner.cfg.upstream_timeout, async {
         let conn = connection(&inner, &state, &ctx.upstream).await?;
@@ -714,7 +728,7 @@ async fn fetch(
             );
             Err(e)
         }
-        Ok(raw) => match checked(&inner, &ctx, &name, &raw) {
+        Ok(raw) => match checked(&inner, &ctx, &name, raw) {
             Err(e) => Err(e),
             Ok((fetched, result_fp, json_len)) => {
                 let determinism = remember(&inner, &state, key.fingerprint(), result_fp);
@@ -736,12 +750,8 @@ async fn fetch(
     };
     // Leave the in-flight map only once the answer is cached, so a later
     // caller finds one or the other.
-    inner
-        .inflight
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .remove(&key);
-    let _ = tx.send(Some(Arc::new(outcome)));
+    drop(leave);
+    Arc::new(outcome)
 }
 
 /// Checks a raw upstream answer; returns it ready to serve with the
@@ -750,19 +760,19 @@ fn checked(
     inner: &Inner,
     ctx: &SessionCtx,
     name: &str,
-    raw: &Value,
+    raw: Value,
 ) -> Result<(Fetched, u128, usize), FetchError> {
     let tool = ctx
         .signature
         .tool(name)
         .ok_or_else(|| FetchError::Malformed("tool vanished".into()))?;
     let report = tool
-        .check(raw, &inner.cfg.limits)
+        .check(&raw, &inner.cfg.limits)
         .map_err(|e| FetchError::Malformed(e.to_string()))?;
     for v in &report.violations {
         inner.stats.violation(v.kind);
     }
-    let canonical = canonical_bytes(raw);
+    let canonical = canonical_bytes(&raw);
     let fp = fingerprint(&canonical);
     Ok((
         Fetched::new(

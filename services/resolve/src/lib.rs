@@ -25,8 +25,10 @@
 //! `signet-http`, never on another service crate and never on SQL.
 
 pub mod cache;
+mod direct;
 pub mod engine;
 pub mod error;
+mod events;
 pub mod key;
 pub mod prepared;
 pub mod routes;

@@ -169,31 +169,32 @@ impl PreparedTool {
     /// annotations-only answer (the extension's complete result or
     /// `tools/annotations`), the declared tool carrying the resolved
     /// `annotations` and `_meta` members.
-    pub fn served_tool(&self, result: &Value) -> Value {
-        let mut out = Value::clone(&self.worst_case);
-        let Some(o) = out.as_object_mut() else {
-            return out;
+    pub fn served_tool(&self, result: Value) -> Value {
+        let Value::Object(mut result) = result else {
+            return Value::clone(&self.worst_case);
         };
-        if let Some(tool) = result.get("tool").and_then(Value::as_object) {
-            let mut t = tool.clone();
-            for (k, v) in o.iter() {
+        let declared = self.worst_case.as_object();
+        if let Some(Value::Object(mut t)) = result.remove("tool") {
+            for (k, v) in declared.into_iter().flatten() {
                 if k != "annotations" && !t.contains_key(k) {
                     t.insert(k.clone(), v.clone());
                 }
             }
             return Value::Object(t);
         }
-        if let Some(a) = result.get("annotations") {
-            o.insert("annotations".into(), a.clone());
+        let mut out = Value::clone(&self.worst_case);
+        let Some(o) = out.as_object_mut() else {
+            return out;
+        };
+        if let Some(a) = result.remove("annotations") {
+            o.insert("annotations".into(), a);
         }
-        if let Some(m) = result.get("_meta").and_then(Value::as_object) {
+        if let Some(Value::Object(m)) = result.remove("_meta") {
             let meta = o
                 .entry("_meta")
                 .or_insert_with(|| Value::Object(Map::new()));
             if let Some(meta) = meta.as_object_mut() {
-                for (k, v) in m {
-                    meta.insert(k.clone(), v.clone());
-                }
+                meta.extend(m);
             }
         }
         out
@@ -297,14 +298,14 @@ mod tests {
         let p = PreparedSignature::new(&card(), &Limits::default()).unwrap();
         let t = p.tool("seed").unwrap();
         let seed = json!({"tool": {"name": "seed", "annotations": {"readOnlyHint": true, "openWorldHint": false}}});
-        let served = t.served_tool(&seed);
+        let served = t.served_tool(seed.clone());
         assert_eq!(
             served["annotations"],
             json!({"readOnlyHint": true, "openWorldHint": false})
         );
         assert_eq!(served["inputSchema"]["required"], json!(["n"]));
         let ann = json!({"annotations": {"readOnlyHint": true}, "_meta": {"x": 1}});
-        let served = t.served_tool(&ann);
+        let served = t.served_tool(ann);
         assert_eq!(served["annotations"], json!({"readOnlyHint": true}));
         assert_eq!(served["_meta"]["x"], json!(1));
         assert_eq!(served["resolve"], json!(true));

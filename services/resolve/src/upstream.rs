@@ -18,6 +18,11 @@
 //!   id, re-initializing when the upstream forgets the session. A
 //!   connection that fails at the transport level is dropped and made
 //!   again on the next miss.
+//! - On a sessionless connection, resolve calls are sent by
+//!   the `direct` module on the same reqwest client (one POST, one answer),
+//!   not through rmcp's transport worker; rmcp still opens the connection
+//!   and keeps its `subscriptions/listen` stream. A 2025-11-25 connection
+//!   sends them through rmcp.
 //! - The client advertises the tool-resolution extension under
 //!   `capabilities.extensions`, sends `tools/resolve` (SEP-1862) or
 //!   `tools/annotations` (dynamic-annotations seed), and adds the session's
@@ -52,6 +57,7 @@ use rmcp::{ClientHandler, RoleClient};
 use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
+use crate::direct::{Direct, DirectParts};
 use crate::prepared::TOOL_RESOLUTION;
 
 /// Where a session's upstream lives and the headers to send it.
@@ -406,6 +412,9 @@ pub(crate) struct Connection {
     listener: Option<tokio::task::JoinHandle<()>>,
     /// Ends every HTTP request of this connection ([`Cancellable`]).
     http: CancellationToken,
+    /// How resolve calls go on a sessionless connection ([`Direct`]);
+    /// `None` on a 2025-11-25 connection, whose calls go through rmcp.
+    direct: Option<Direct>,
 }
 
 impl Connection {
@@ -470,6 +479,7 @@ impl Connection {
             // Without a protocol session, list changes arrive on a
             // `subscriptions/listen` stream rather than the session's.
             let peer = service.peer().clone();
+            let on_list_changed = on_list_changed.clone();
             tokio::spawn(async move {
                 let filter = SubscriptionFilter::builder().tools_list_changed().build();
                 let Ok(mut sub) = peer.listen(filter).await else {
@@ -483,12 +493,31 @@ impl Connection {
                 }
             })
         });
+        let direct = match service.peer().peer_info() {
+            Some(i) if modern => {
+                let info = client_info();
+                let json = |v: Result<Value, serde_json::Error>| v.unwrap_or_default();
+                Some(Direct::new(DirectParts {
+                    client: client.inner.clone(),
+                    url: &target.url,
+                    headers: headers.into_iter().collect(),
+                    protocol_version: i.protocol_version.as_str().to_owned(),
+                    capabilities: json(serde_json::to_value(&info.capabilities)),
+                    client_info: json(serde_json::to_value(&info.client_info)),
+                    max: pool.max_response_bytes,
+                    ct: http.clone(),
+                    on_list_changed,
+                })?)
+            }
+            _ => None,
+        };
         opening.disarm();
         Ok(Connection {
             service,
             url: target.url.clone(),
             listener,
             http,
+            direct,
         })
     }
 
@@ -511,6 +540,19 @@ impl Connection {
     /// Sends `method` (`tools/resolve` or `tools/annotations`) and returns
     /// the raw result object.
     pub(crate) async fn call(
+        &self,
+        method: &str,
+        name: &str,
+        arguments: &Value,
+    ) -> Result<Value, FetchError> {
+        match &self.direct {
+            Some(d) => d.call(method, name, arguments).await,
+            None => self.call_rmcp(method, name, arguments).await,
+        }
+    }
+
+    /// [`Connection::call`] through rmcp's transport (2025-11-25).
+    async fn call_rmcp(
         &self,
         method: &str,
         name: &str,
@@ -570,7 +612,7 @@ impl Connection {
 
 /// Error texts (reqwest's name the URL) with the upstream URL cut to its
 /// origin: a path or query may carry a credential.
-fn redact(detail: &str, url: &str) -> String {
+pub(crate) fn redact(detail: &str, url: &str) -> String {
     let Some(o) = origin(url) else {
         return detail.to_owned();
     };
@@ -665,6 +707,78 @@ fn httpdate(v: &str) -> Option<SystemTime> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use signet_example_upstream::{Running, Switches};
+
+    /// On a sessionless connection, Signet's own request and rmcp's give
+    /// the same answers and the same errors; a 2025-11-25 connection has
+    /// no direct caller.
+    #[tokio::test]
+    async fn direct_calls_answer_as_rmcp_does() {
+        for legacy in [false, true] {
+            let up = Running::start(
+                "127.0.0.1:0".parse().unwrap(),
+                Switches {
+                    legacy_only: legacy,
+                    require_header: Some(("x-key".into(), "k".into())),
+                    ..Switches::default()
+                },
+            )
+            .await
+            .unwrap();
+            let pool = Pool::new(Duration::from_secs(2), 1 << 20);
+            let target = UpstreamTarget {
+                url: up.url(),
+                headers: vec![("x-key".into(), "k".into())],
+            };
+            let c = Connection::open(&pool, &target, Arc::new(|| {}))
+                .await
+                .unwrap();
+            assert_eq!(c.direct.is_some(), !legacy, "legacy: {legacy}");
+            let args = |a: &str| serde_json::json!({"path": "/a", "action": a});
+            let both = async |method: &str, action: &str| {
+                let via_rmcp = c.call_rmcp(method, "manage_files", &args(action)).await;
+                let direct = c.call(method, "manage_files", &args(action)).await;
+                (via_rmcp, direct)
+            };
+            for action in ["read", "delete"] {
+                let (a, b) = both("tools/resolve", action).await;
+                assert_eq!(a, b, "{action}");
+                let a = a.unwrap();
+                assert_eq!(
+                    a["tool"]["annotations"]["destructiveHint"],
+                    action == "delete"
+                );
+            }
+            // Not a method the upstream knows: the same JSON-RPC error.
+            let (a, b) = both("tools/unknown", "read").await;
+            assert!(
+                matches!(a, Err(FetchError::Rpc { code: -32601, .. })),
+                "{a:?}"
+            );
+            assert_eq!(a, b);
+            up.update(|s| s.error = true);
+            let (a, b) = both("tools/resolve", "read").await;
+            assert!(
+                matches!(a, Err(FetchError::Rpc { code: -32603, .. })),
+                "{a:?}"
+            );
+            assert_eq!(a, b);
+            // HTTP 503 with Retry-After: a transport error carrying it.
+            up.update(|s| {
+                s.error = false;
+                s.overloaded = Some(120);
+            });
+            let (a, b) = both("tools/resolve", "read").await;
+            for r in [&a, &b] {
+                assert!(
+                    matches!(r, Err(FetchError::Transport { retry_after: Some(d), .. })
+                        if *d == Duration::from_secs(120)),
+                    "legacy {legacy}: {r:?}"
+                );
+            }
+            c.close();
+        }
+    }
 
     #[test]
     fn targets_are_checked_and_redacted() {

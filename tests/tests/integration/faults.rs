@@ -221,11 +221,22 @@ enum Misbehaviour {
     Oversized,
 }
 
+/// Which MCP handshake a misbehaving upstream answers properly before it
+/// misbehaves on the resolve call itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Handshake {
+    /// None: it misbehaves from the first request.
+    None,
+    /// 2025-11-25: `server/discover` refused as a legacy server would, then
+    /// `initialize` and notifications (the call goes through rmcp).
+    Legacy,
+    /// 2026-07-28: `server/discover` answered, `subscriptions/listen`
+    /// refused (the call is Signet's own sessionless request).
+    Sessionless,
+}
+
 /// A raw TCP upstream that misbehaves and counts the connections on which
-/// it started misbehaving and those of them Signet closed. With `handshake`
-/// it first answers the MCP handshake properly (`server/discover` refused
-/// as a legacy server would, `initialize`, notifications) and misbehaves
-/// only on the resolve call itself.
+/// it started misbehaving and those of them Signet closed.
 struct BadUpstream {
     addr: std::net::SocketAddr,
     stuck: Arc<AtomicUsize>,
@@ -271,7 +282,10 @@ async fn read_request(r: &mut (impl AsyncReadExt + Unpin)) -> Option<(String, Va
 
 /// The proper answer to a handshake request, or `None` for the request to
 /// misbehave on.
-fn handshake_answer(line: &str, body: &Value) -> Option<String> {
+fn handshake_answer(handshake: Handshake, line: &str, body: &Value) -> Option<String> {
+    if handshake == Handshake::None {
+        return None;
+    }
     let empty = |status: &str| format!("HTTP/1.1 {status}\r\ncontent-length: 0\r\n\r\n");
     if line.starts_with("GET") {
         return Some(empty("405 Method Not Allowed"));
@@ -291,6 +305,13 @@ fn handshake_answer(line: &str, body: &Value) -> Option<String> {
         (Some("initialize"), Some(id)) => Some(json(json!({"jsonrpc": "2.0", "id": id,
             "result": {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
                 "serverInfo": {"name": "bad-upstream", "version": "0.0.1"}}}))),
+        (Some("server/discover"), Some(id)) if handshake == Handshake::Sessionless => {
+            Some(json(json!({"jsonrpc": "2.0", "id": id, "result": {
+                "resultType": "complete", "supportedVersions": ["2025-11-25", "2026-07-28"],
+                "capabilities": {"tools": {}}, "ttlMs": 0, "cacheScope": "private",
+                "_meta": {"io.modelcontextprotocol/serverInfo":
+                    {"name": "bad-upstream", "version": "0.0.1"}}}})))
+        }
         (Some("tools/resolve" | "tools/annotations"), Some(_)) => None,
         (_, id) => Some(json(json!({"jsonrpc": "2.0", "id": id,
             "error": {"code": -32601, "message": "Method not found"}}))),
@@ -349,7 +370,7 @@ async fn misbehave(w: &mut (impl AsyncWriteExt + Unpin), how: Misbehaviour) -> s
 }
 
 impl BadUpstream {
-    async fn start(how: Misbehaviour, handshake: bool) -> BadUpstream {
+    async fn start(how: Misbehaviour, handshake: Handshake) -> BadUpstream {
         let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = l.local_addr().unwrap();
         let (stuck, closed) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
@@ -360,7 +381,7 @@ impl BadUpstream {
                 tokio::spawn(async move {
                     let (mut r, mut w) = sock.into_split();
                     while let Some((line, body)) = read_request(&mut r).await {
-                        if handshake && let Some(answer) = handshake_answer(&line, &body) {
+                        if let Some(answer) = handshake_answer(handshake, &line, &body) {
                             if w.write_all(answer.as_bytes()).await.is_err() {
                                 return;
                             }
@@ -426,7 +447,7 @@ async fn upstreams_that_hang_trickle_stream_forever_or_answer_too_much_get_a_fal
     publish_approved(&app).await;
     // Misbehaving from the first request (the handshake), and only on the
     // resolve call of an established MCP connection.
-    for handshake in [false, true] {
+    for handshake in [Handshake::None, Handshake::Legacy, Handshake::Sessionless] {
         for (how, reason) in [
             (Misbehaviour::Hang, "timeout"),
             (Misbehaviour::Trickle, "timeout"),
@@ -442,7 +463,12 @@ async fn upstreams_that_hang_trickle_stream_forever_or_answer_too_much_get_a_fal
 
 /// One session on an upstream misbehaving `how`: a fallback for `reason`,
 /// and every connection it misbehaved on closed by Signet.
-async fn misbehaving_upstream(app: &TestApp, how: Misbehaviour, handshake: bool, reason: &str) {
+async fn misbehaving_upstream(
+    app: &TestApp,
+    how: Misbehaviour,
+    handshake: Handshake,
+    reason: &str,
+) {
     let case = (how, handshake);
     let up = BadUpstream::start(how, handshake).await;
     let s = session(app, &up.url()).await;
