@@ -41,7 +41,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use axum::body::Bytes;
 use futures::FutureExt as _;
-use futures::future::{BoxFuture, Shared};
+use futures::future::{BoxFuture, Shared, WeakShared};
 use serde::Serialize;
 use serde_json::Value;
 use signet_core::Mode;
@@ -261,11 +261,29 @@ struct Done {
 type Outcome = Arc<Result<Done, FetchError>>;
 
 /// The one upstream call of a key, shared by every caller waiting on it.
-/// Whichever waiter polls drives it, in its own task: the leader's
-/// request needs no hop to another task, and the call goes on while any
-/// waiter remains. When every waiter has gone (their clients hung up) the
-/// call is dropped, its HTTP connection with it.
+/// Whichever waiter polls drives it, in its own task, so the leader's
+/// request needs no hop to another task. A caller that leaves before the
+/// answer (its client hung up) hands the call to a task of its own
+/// ([`Finish`]): the call still ends in the cache (or in a fallback) and
+/// a retry finds it there. The in-flight map holds it weakly.
 type Flight = Shared<BoxFuture<'static, Outcome>>;
+
+/// Held by a caller while it waits on a [`Flight`]: if the caller is
+/// dropped first, the flight goes on in a task of its own.
+struct Finish(Option<Flight>);
+
+impl Drop for Finish {
+    fn drop(&mut self) {
+        if let Some(f) = self.0.take()
+            && f.peek().is_none()
+            && let Ok(rt) = tokio::runtime::Handle::try_current()
+        {
+            rt.spawn(async move {
+                let _ = f.await;
+            });
+        }
+    }
+}
 
 /// Per-session state on this replica.
 struct SessionState {
@@ -305,7 +323,7 @@ struct Inner {
     cfg: EngineConfig,
     cache: ResolveCache,
     stats: Arc<Stats>,
-    inflight: Mutex<HashMap<CacheKey, Flight>>,
+    inflight: Mutex<HashMap<CacheKey, WeakShared<BoxFuture<'static, Outcome>>>>,
     sessions: moka::sync::Cache<Vec<u8>, Arc<SessionState>>,
     pool: Pool,
     draws: AtomicU64,
@@ -422,10 +440,10 @@ impl Engine {
             return Ok(fallback(inner, tool, FallbackReason::RetryAfter));
         }
         // One upstream call per key: join the call in flight or start one.
-        let (flight, leader) = {
+        let (flight, leader): (Flight, bool) = {
             let mut inflight = inner.inflight.lock().unwrap_or_else(|e| e.into_inner());
-            if let Some(f) = inflight.get(&key) {
-                (f.clone(), false)
+            if let Some(f) = inflight.get(&key).and_then(WeakShared::upgrade) {
+                (f, false)
             } else {
                 // The call that just finished cached its answer before
                 // leaving the in-flight map: look again under the lock.
@@ -448,14 +466,19 @@ impl Engine {
                 )
                 .boxed()
                 .shared();
-                inflight.insert(key.clone(), flight.clone());
+                // (Only a completed flight has no weak handle.)
+                if let Some(weak) = flight.downgrade() {
+                    inflight.insert(key.clone(), weak);
+                }
                 (flight, true)
             }
         };
         if !leader {
             inner.stats.coalesced();
         }
+        let mut finish = Finish(Some(flight.clone()));
         let outcome = flight.await;
+        finish.0 = None;
         match outcome.as_ref() {
             Ok(done) => {
                 // The first caller to take the answer reports its events

@@ -141,6 +141,80 @@ async fn concurrent_identical_misses_make_one_call() {
 }
 
 #[tokio::test]
+async fn a_call_outlives_its_leader_while_another_caller_waits() {
+    let up = upstream(Switches {
+        delay: Duration::from_millis(300),
+        ..Switches::default()
+    })
+    .await;
+    let e = Arc::new(engine());
+    let c = Arc::new(ctx(&up, "s1", Mode::Permissive, CachePolicy::Session));
+    // The leader starts the call and goes away (its client hung up) while
+    // a second caller of the same key waits on it.
+    let leader = {
+        let (e, c) = (e.clone(), c.clone());
+        tokio::spawn(async move { e.resolve(&c, "manage_files", &args("read")).await })
+    };
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let waiter = {
+        let (e, c) = (e.clone(), c.clone());
+        tokio::spawn(async move { e.resolve(&c, "manage_files", &args("read")).await })
+    };
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    leader.abort();
+    let r = waiter.await.unwrap().unwrap();
+    assert_eq!(r.source, Source::Upstream, "{r:?}");
+    assert_eq!(r.tool["annotations"]["readOnlyHint"], json!(true));
+    assert_eq!(up.calls(), 1);
+    assert_eq!(e.stats().coalesced_waits, 1);
+    // The answer was cached as usual.
+    let again = e.resolve(&c, "manage_files", &args("read")).await.unwrap();
+    assert_eq!(again.source, Source::Cache);
+}
+
+#[tokio::test]
+async fn a_call_whose_caller_left_still_ends_in_the_cache() {
+    let up = upstream(Switches {
+        delay: Duration::from_millis(300),
+        ..Switches::default()
+    })
+    .await;
+    let e = Arc::new(engine());
+    let c = Arc::new(ctx(&up, "s1", Mode::Permissive, CachePolicy::Session));
+    let gone = tokio::time::timeout(
+        Duration::from_millis(100),
+        e.resolve(&c, "manage_files", &args("read")),
+    )
+    .await;
+    assert!(gone.is_err(), "the caller left before the answer");
+    assert_eq!(up.calls(), 1);
+    // The call went on without its caller: once the upstream answers, a
+    // retry is a cache hit, not a second call.
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let r = e.resolve(&c, "manage_files", &args("read")).await.unwrap();
+    assert_eq!(r.source, Source::Cache, "{r:?}");
+    assert_eq!(up.calls(), 1);
+    // A caller that leaves after another has joined changes nothing either.
+    let d = Arc::new(ctx(&up, "s2", Mode::Permissive, CachePolicy::Session));
+    let gone = tokio::time::timeout(
+        Duration::from_millis(100),
+        e.resolve(&d, "manage_files", &args("delete")),
+    )
+    .await;
+    assert!(gone.is_err());
+    let r = e
+        .resolve(&d, "manage_files", &args("delete"))
+        .await
+        .unwrap();
+    assert_eq!(
+        r.source,
+        Source::Upstream,
+        "joined the call in flight: {r:?}"
+    );
+    assert_eq!(up.calls(), 2);
+}
+
+#[tokio::test]
 async fn undeclared_tool_and_invalid_arguments() {
     let up = upstream(Switches::default()).await;
     let e = engine();
