@@ -5,7 +5,11 @@ each, N distinct calls (every one a miss), mean and p50/p99 in milliseconds,
 interleaved in rounds; the hit line (a cached call, no upstream) shows how
 much of the overhead is the extra HTTP hop to Signet itself.
 
-    bench/miss-overhead.py SIGNET_BASE TOKEN SESSION_PATH UPSTREAM_MCP_URL [N]
+    bench/miss-overhead.py SIGNET_BASE TOKEN SESSION_PATH UPSTREAM_MCP_URL [N [BARE_BASE]]
+
+With BARE_BASE (bench/bare started with the upstream URL), a fourth column:
+the same call through the bare forwarder's POST /forward, the floor any
+proxy pays for the second hop; Signet's figure is also given over it.
 
 SESSION_PATH is /v1/tenants/T/sessions/ID of a session on that upstream (see
 bench/miss-overhead.sh, which sets everything up). Python's own cost is in
@@ -101,6 +105,28 @@ class Signet:
         return [self.call("/signet/1", "cache") for _ in range(n)]
 
 
+class Forward:
+    """The bare forwarder's POST /forward (a miss through a proxy that
+    does nothing but forward)."""
+
+    def __init__(self, base):
+        self.c, _ = conn_for(base)
+        self.i = 0
+
+    def run(self, n):
+        times = []
+        for _ in range(n):
+            self.i += 1
+            req = {"name": "manage_files", "arguments": {"path": f"/bare/{self.i}", "action": "read"}}
+            t = time.perf_counter()
+            self.c.request("POST", "/forward", json.dumps(req), {"content-type": "application/json"})
+            r = self.c.getresponse()
+            b = json.loads(r.read())
+            times.append(time.perf_counter() - t)
+            assert r.status == 200 and "tool" in b, b
+        return times
+
+
 def summary(times):
     ms = sorted(t * 1000 for t in times)
     return statistics.mean(ms), ms[len(ms) // 2], ms[int(len(ms) * 0.99) - 1]
@@ -110,19 +136,29 @@ def main():
     base, token, session, upstream = sys.argv[1:5]
     n = int(sys.argv[5]) if len(sys.argv) > 5 else 2000
     d, s = Direct(upstream), Signet(base, token, session)
+    f = Forward(sys.argv[6]) if len(sys.argv) > 6 else None
     s.misses(50)  # the session's upstream connection; /signet/1 is cached
     d.run(50)
+    if f:
+        f.run(50)
     # Interleaved in rounds of 100, so that drift in the machine's load
     # lands on both columns alike.
-    dt, st, ht = [], [], []
+    dt, st, ht, ft = [], [], [], []
     for _ in range(max(1, n // 100)):
         dt += d.run(100)
         st += s.misses(100)
         ht += s.hits(100)
+        if f:
+            ft += f.run(100)
     d, s, h = summary(dt), summary(st), summary(ht)
     print(f"direct tools/resolve : mean {d[0]:.3f} ms  p50 {d[1]:.3f}  p99 {d[2]:.3f}")
     print(f"Signet resolve (miss): mean {s[0]:.3f} ms  p50 {s[1]:.3f}  p99 {s[2]:.3f}")
     print(f"Signet resolve (hit) : mean {h[0]:.3f} ms  p50 {h[1]:.3f}  p99 {h[2]:.3f}")
+    if ft:
+        b = summary(ft)
+        print(f"bare forward (miss)  : mean {b[0]:.3f} ms  p50 {b[1]:.3f}  p99 {b[2]:.3f}")
+        print(f"bare forward overhead: mean {b[0] - d[0]:.3f} ms")
+        print(f"Signet over bare     : mean {s[0] - b[0]:.3f} ms")
     print(f"miss overhead        : mean {s[0] - d[0]:.3f} ms (target <= 0.3 ms)")
 
 

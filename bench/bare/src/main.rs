@@ -3,11 +3,20 @@
 //! middleware, no authentication, no metrics, no tracing.
 //!
 //! ```text
-//! bare PORT            # 0 picks a free port; the port is printed on stdout
+//! bare PORT [UPSTREAM] # 0 picks a free port; the port is printed on stdout
 //! GET  /healthz        200 "ok"
 //! GET  /v              If-None-Match matching the fixed ETag → 304, else 200 + a small JSON document
 //! POST /resolve        {name, arguments} → the cached resolve answer (a resolve-cache hit)
+//! POST /forward        {name, arguments} → the UPSTREAM's tools/resolve result (a resolve miss)
 //! ```
+//!
+//! `POST /forward` does the transport work of a resolve miss and nothing
+//! else: parse the body, send one sessionless (MCP 2026-07-28)
+//! `tools/resolve` to the MCP endpoint `UPSTREAM` on a pooled reqwest
+//! client, take the JSON-RPC result out of the JSON or event-stream answer,
+//! and answer it. No check, no fingerprint, no cache: the floor any proxy
+//! pays for the second HTTP hop, beside which `bench/miss-overhead.sh`
+//! puts Signet's miss.
 //!
 //! `POST /resolve` does the work of a resolve-cache hit: parse the JSON
 //! body, build the length-prefixed key (session id, tool name, RFC 8785
@@ -39,6 +48,7 @@ pub const BENCH_PATH: &str = "/tmp/notes.txt";
 struct AppState {
     cache: Cache<Box<[u8]>, Bytes>,
     version_doc: Bytes,
+    upstream: Option<(reqwest::Client, reqwest::Url)>,
 }
 
 #[derive(Deserialize)]
@@ -158,6 +168,56 @@ async fn resolve(State(st): State<AppState>, body: Bytes) -> Response {
     }
 }
 
+/// The `_meta` a sessionless request carries (protocol version and client
+/// capabilities, as Signet sends them).
+fn request_meta() -> Value {
+    json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities":
+            {"extensions": {"io.modelcontextprotocol/tool-resolution": {}}},
+        "io.modelcontextprotocol/clientInfo": {"name": "bare", "version": "0.1.0"},
+    })
+}
+
+async fn forward(State(st): State<AppState>, body: Bytes) -> Response {
+    let Some((client, url)) = &st.upstream else {
+        return StatusCode::NOT_FOUND.into_response();
+    };
+    let req: ResolveRequest = match serde_json::from_slice(&body) {
+        Ok(r) => r,
+        Err(_) => return StatusCode::BAD_REQUEST.into_response(),
+    };
+    let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/resolve", "params": {
+        "name": req.name, "arguments": req.arguments, "_meta": request_meta()}});
+    let sent = client
+        .post(url.clone())
+        .header(header::ACCEPT, "application/json, text/event-stream")
+        .header(header::CONTENT_TYPE, "application/json")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "tools/resolve")
+        .body(serde_json::to_vec(&call).unwrap_or_default())
+        .send()
+        .await;
+    let Ok(answer) = sent else {
+        return StatusCode::BAD_GATEWAY.into_response();
+    };
+    let Ok(bytes) = answer.bytes().await else {
+        return StatusCode::BAD_GATEWAY.into_response();
+    };
+    // A JSON body, or the first `data:` line of an event stream.
+    let json = bytes
+        .split(|b| *b == b'\n')
+        .find_map(|l| l.strip_prefix(b"data:"))
+        .unwrap_or(&bytes);
+    let Ok(mut message) = serde_json::from_slice::<Value>(json) else {
+        return StatusCode::BAD_GATEWAY.into_response();
+    };
+    match message.get_mut("result").map(Value::take) {
+        Some(result) => axum::Json(result).into_response(),
+        None => StatusCode::BAD_GATEWAY.into_response(),
+    }
+}
+
 /// The same allocator as Signet's binary.
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -167,7 +227,7 @@ async fn main() {
     let port: u16 = match std::env::args().nth(1).map(|p| p.parse()) {
         Some(Ok(p)) => p,
         _ => {
-            eprintln!("usage: bare PORT   (0 picks a free port)");
+            eprintln!("usage: bare PORT [UPSTREAM-MCP-URL]   (0 picks a free port)");
             std::process::exit(2);
         }
     };
@@ -176,6 +236,18 @@ async fn main() {
         .weigher(|k, v| u32::try_from(k.len() + v.len()).unwrap_or(u32::MAX))
         .build();
     prefill(&cache).await;
+    let upstream = std::env::args().nth(2).map(|u| {
+        let url = reqwest::Url::parse(&u).unwrap_or_else(|e| {
+            eprintln!("bad upstream URL {u:?}: {e}");
+            std::process::exit(2);
+        });
+        let client = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .tcp_nodelay(true)
+            .build()
+            .expect("HTTP client");
+        (client, url)
+    });
     let version_doc = Bytes::from(
         serde_json::to_vec(&json!({
             "server": "io.github.acme/files", "version": "1.0.0", "status": "approved",
@@ -187,7 +259,12 @@ async fn main() {
         .route("/healthz", get(healthz))
         .route("/v", get(version))
         .route("/resolve", post(resolve))
-        .with_state(AppState { cache, version_doc });
+        .route("/forward", post(forward))
+        .with_state(AppState {
+            cache,
+            version_doc,
+            upstream,
+        });
     let listener = tokio::net::TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], port)))
         .await
         .unwrap_or_else(|e| {
@@ -212,6 +289,18 @@ mod tests {
     async fn prefilled_entry_is_found_with_reordered_keys() {
         let cache = Cache::new(16);
         prefill(&cache).await;
+        let upstream = std::env::args().nth(2).map(|u| {
+            let url = reqwest::Url::parse(&u).unwrap_or_else(|e| {
+                eprintln!("bad upstream URL {u:?}: {e}");
+                std::process::exit(2);
+            });
+            let client = reqwest::Client::builder()
+                .redirect(reqwest::redirect::Policy::none())
+                .tcp_nodelay(true)
+                .build()
+                .expect("HTTP client");
+            (client, url)
+        });
         let args: Value =
             serde_json::from_str(r#"{"action":"read","path":"/tmp/notes.txt"}"#).unwrap();
         let canonical = serde_json_canonicalizer::to_vec(&args).unwrap();

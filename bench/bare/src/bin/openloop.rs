@@ -61,13 +61,32 @@ fn parse_args() -> Args {
     let mut method = None;
     let mut body = Vec::new();
     while let Some(a) = it.next() {
-        let mut val = |name: &str| it.next().unwrap_or_else(|| usage(&format!("{name} needs a value")));
+        let mut val = |name: &str| {
+            it.next()
+                .unwrap_or_else(|| usage(&format!("{name} needs a value")))
+        };
         match a.as_str() {
-            "--rate" => rate = Some(val("--rate").parse::<f64>().unwrap_or_else(|_| usage("bad --rate"))),
-            "--duration" => duration = val("--duration").parse().unwrap_or_else(|_| usage("bad --duration")),
-            "--warmup" => warmup = val("--warmup").parse().unwrap_or_else(|_| usage("bad --warmup")),
+            "--rate" => {
+                rate = Some(
+                    val("--rate")
+                        .parse::<f64>()
+                        .unwrap_or_else(|_| usage("bad --rate")),
+                )
+            }
+            "--duration" => {
+                duration = val("--duration")
+                    .parse()
+                    .unwrap_or_else(|_| usage("bad --duration"))
+            }
+            "--warmup" => {
+                warmup = val("--warmup")
+                    .parse()
+                    .unwrap_or_else(|_| usage("bad --warmup"))
+            }
             "--connections" => {
-                connections = val("--connections").parse().unwrap_or_else(|_| usage("bad --connections"))
+                connections = val("--connections")
+                    .parse()
+                    .unwrap_or_else(|_| usage("bad --connections"))
             }
             "-H" => headers.push(val("-H")),
             "--method" => method = Some(val("--method")),
@@ -84,16 +103,27 @@ fn parse_args() -> Args {
     if !(rate > 0.0) || connections == 0 || !(duration > 0.0) || warmup < 0.0 {
         usage("rate, connections and duration must be positive");
     }
-    let rest = url.strip_prefix("http://").unwrap_or_else(|| usage("only http:// URLs"));
+    let rest = url
+        .strip_prefix("http://")
+        .unwrap_or_else(|| usage("only http:// URLs"));
     let (authority, path) = match rest.find('/') {
         Some(i) => (&rest[..i], rest[i..].to_string()),
         None => (rest, "/".to_string()),
     };
     let (host, port) = match authority.rsplit_once(':') {
-        Some((h, p)) => (h.to_string(), p.parse().unwrap_or_else(|_| usage("bad port"))),
+        Some((h, p)) => (
+            h.to_string(),
+            p.parse().unwrap_or_else(|_| usage("bad port")),
+        ),
         None => (authority.to_string(), 80),
     };
-    let method = method.unwrap_or_else(|| if body.is_empty() { "GET".into() } else { "POST".into() });
+    let method = method.unwrap_or_else(|| {
+        if body.is_empty() {
+            "GET".into()
+        } else {
+            "POST".into()
+        }
+    });
     Args {
         host,
         port,
@@ -109,7 +139,10 @@ fn parse_args() -> Args {
 }
 
 fn request_bytes(a: &Args) -> Vec<u8> {
-    let mut r = format!("{} {} HTTP/1.1\r\nHost: {}:{}\r\n", a.method, a.path, a.host, a.port);
+    let mut r = format!(
+        "{} {} HTTP/1.1\r\nHost: {}:{}\r\n",
+        a.method, a.path, a.host, a.port
+    );
     for h in &a.headers {
         r.push_str(h);
         r.push_str("\r\n");
@@ -144,7 +177,9 @@ async fn read_response(stream: &mut TcpStream, buf: &mut Vec<u8>) -> std::io::Re
         if let Some((k, v)) = line.split_once(':') {
             if k.eq_ignore_ascii_case("content-length") {
                 length = v.trim().parse().map_err(|_| bad("bad content-length"))?;
-            } else if k.eq_ignore_ascii_case("transfer-encoding") && v.to_ascii_lowercase().contains("chunked") {
+            } else if k.eq_ignore_ascii_case("transfer-encoding")
+                && v.to_ascii_lowercase().contains("chunked")
+            {
                 chunked = true;
             }
         }
@@ -189,7 +224,10 @@ async fn fill(stream: &mut TcpStream, buf: &mut Vec<u8>) -> std::io::Result<()> 
     let mut chunk = [0u8; 16 * 1024];
     let n = stream.read(&mut chunk).await?;
     if n == 0 {
-        return Err(std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "connection closed"));
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::UnexpectedEof,
+            "connection closed",
+        ));
     }
     buf.extend_from_slice(&chunk[..n]);
     Ok(())
@@ -225,7 +263,11 @@ async fn connection(
     end: Instant,
     interval: Duration,
 ) -> Outcome {
-    let mut out = Outcome { latencies_us: Vec::new(), sent: 0, errors: 0 };
+    let mut out = Outcome {
+        latencies_us: Vec::new(),
+        sent: 0,
+        errors: 0,
+    };
     let mut stream = match TcpStream::connect((addr.0.as_str(), addr.1)).await {
         Ok(s) => s,
         Err(e) => {
@@ -284,7 +326,10 @@ fn percentile(sorted: &[u32], p: f64) -> u32 {
 
 fn main() {
     let args = parse_args();
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
     runtime.block_on(async move {
         let request = std::sync::Arc::new(request_bytes(&args));
         // Each connection sends every `interval`; connections are staggered
