@@ -100,7 +100,13 @@ fn parse_args() -> Args {
     }
     let url = url.unwrap_or_else(|| usage("URL is required"));
     let rate = rate.unwrap_or_else(|| usage("--rate is required"));
-    if !(rate > 0.0) || connections == 0 || !(duration > 0.0) || warmup < 0.0 {
+    if rate.is_nan()
+        || rate <= 0.0
+        || connections == 0
+        || duration.is_nan()
+        || duration <= 0.0
+        || warmup < 0.0
+    {
         usage("rate, connections and duration must be positive");
     }
     let rest = url
