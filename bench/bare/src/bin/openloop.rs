@@ -54,7 +54,7 @@ fn parse_args() -> Args {
     let mut it = std::env::args().skip(1);
     let mut url = None;
     let mut rate = None;
-    let mut duration = 10.0;
+    let mut duration: f64 = 10.0;
     let mut warmup = 2.0;
     let mut connections = 32usize;
     let mut headers = Vec::new();
