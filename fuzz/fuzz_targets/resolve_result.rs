@@ -81,8 +81,8 @@ fuzz_target!(|data: &[u8]| {
     };
     assert_eq!(report.conformant, report.violations.is_empty());
 
-    let served = tool.served_tool(&result);
-    assert_eq!(served, tool.served_tool(&result));
+    let served = tool.served_tool(result.clone());
+    assert_eq!(served, tool.served_tool(result.clone()));
     let obj = served.as_object().expect("a served tool is an object");
     assert_eq!(obj.get("name").and_then(Value::as_str), Some(name));
     for k in tool
