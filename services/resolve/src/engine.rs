@@ -35,6 +35,7 @@
 //! tools may legitimately change) along with the session's entries.
 
 use std::collections::HashMap;
+use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::{Duration, Instant, SystemTime};
@@ -455,7 +456,9 @@ impl Engine {
                     inner.stats.hit();
                     return Ok(serve(inner, ctx, tool, &e.value, Source::Cache, None));
                 }
-                let flight = fetch(
+                // A bug that panics inside the call answers every waiter
+                // with a fallback instead of taking their connections down.
+                let flight = AssertUnwindSafe(fetch(
                     inner.clone(),
                     state.clone(),
                     ctx.clone(),
@@ -463,7 +466,16 @@ impl Engine {
                     name.to_owned(),
                     arguments.clone(),
                     key.clone(),
-                )
+                ))
+                .catch_unwind()
+                .map(|r| {
+                    r.unwrap_or_else(|_| {
+                        Arc::new(Err(FetchError::Transport {
+                            detail: "the upstream call failed unexpectedly".into(),
+                            retry_after: None,
+                        }))
+                    })
+                })
                 .boxed()
                 .shared();
                 // (Only a completed flight has no weak handle.)
