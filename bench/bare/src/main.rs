@@ -289,18 +289,6 @@ mod tests {
     async fn prefilled_entry_is_found_with_reordered_keys() {
         let cache = Cache::new(16);
         prefill(&cache).await;
-        let upstream = std::env::args().nth(2).map(|u| {
-            let url = reqwest::Url::parse(&u).unwrap_or_else(|e| {
-                eprintln!("bad upstream URL {u:?}: {e}");
-                std::process::exit(2);
-            });
-            let client = reqwest::Client::builder()
-                .redirect(reqwest::redirect::Policy::none())
-                .tcp_nodelay(true)
-                .build()
-                .expect("HTTP client");
-            (client, url)
-        });
         let args: Value =
             serde_json::from_str(r#"{"action":"read","path":"/tmp/notes.txt"}"#).unwrap();
         let canonical = serde_json_canonicalizer::to_vec(&args).unwrap();

@@ -496,14 +496,13 @@ impl Connection {
         let direct = match service.peer().peer_info() {
             Some(i) if modern => {
                 let info = client_info();
-                let json = |v: Result<Value, serde_json::Error>| v.unwrap_or_default();
                 Some(Direct::new(DirectParts {
                     client: client.inner.clone(),
                     url: &target.url,
                     headers: headers.into_iter().collect(),
                     protocol_version: i.protocol_version.as_str().to_owned(),
-                    capabilities: json(serde_json::to_value(&info.capabilities)),
-                    client_info: json(serde_json::to_value(&info.client_info)),
+                    capabilities: serde_json::to_value(&info.capabilities).unwrap_or_default(),
+                    client_info: serde_json::to_value(&info.client_info).unwrap_or_default(),
                     max: pool.max_response_bytes,
                     ct: http.clone(),
                     on_list_changed,

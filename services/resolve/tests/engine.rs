@@ -9,8 +9,8 @@ use signet_core::card::Limits;
 use signet_core::ids::TenantId;
 use signet_example_upstream::{Running, Shape, Switches};
 use signet_resolve::{
-    CachePolicy, Engine, EngineConfig, PreparedSignature, ResolveError, ResolveEvent, SessionCtx,
-    Source, UpstreamTarget,
+    CachePolicy, Engine, EngineConfig, PreparedSignature, Resolution, ResolveError, ResolveEvent,
+    SessionCtx, Source, UpstreamTarget,
 };
 
 fn card() -> Value {
@@ -48,6 +48,26 @@ fn engine() -> Engine {
         upstream_timeout: Duration::from_secs(3),
         ..EngineConfig::default()
     })
+}
+
+/// An upstream answering after `delay_ms`, an engine and a session on it.
+async fn slow_session(delay_ms: u64) -> (Arc<Running>, Arc<Engine>, Arc<SessionCtx>) {
+    let up = upstream(Switches {
+        delay: Duration::from_millis(delay_ms),
+        ..Switches::default()
+    })
+    .await;
+    let c = Arc::new(ctx(&up, "s1", Mode::Permissive, CachePolicy::Session));
+    (up, Arc::new(engine()), c)
+}
+
+/// Resolves `manage_files` reading in a task of its own.
+fn spawn_read(
+    e: &Arc<Engine>,
+    c: &Arc<SessionCtx>,
+) -> tokio::task::JoinHandle<Result<Resolution, ResolveError>> {
+    let (e, c) = (e.clone(), c.clone());
+    tokio::spawn(async move { e.resolve(&c, "manage_files", &args("read")).await })
 }
 
 fn args(action: &str) -> Value {
@@ -111,22 +131,13 @@ async fn reordered_arguments_hit_the_cache() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_identical_misses_make_one_call() {
-    let up = upstream(Switches {
-        delay: Duration::from_millis(200),
-        ..Switches::default()
-    })
-    .await;
-    let e = Arc::new(engine());
-    let c = Arc::new(ctx(&up, "s1", Mode::Permissive, CachePolicy::Session));
+    let (up, e, c) = slow_session(200).await;
     let mut tasks = Vec::new();
     for _ in 0..100 {
-        let (e, c) = (e.clone(), c.clone());
-        tasks.push(tokio::spawn(async move {
-            e.resolve(&c, "manage_files", &args("read")).await.unwrap()
-        }));
+        tasks.push(spawn_read(&e, &c));
     }
     for t in tasks {
-        let r = t.await.unwrap();
+        let r = t.await.unwrap().unwrap();
         assert!(
             matches!(r.source, Source::Upstream | Source::Cache),
             "{r:?}"
@@ -142,24 +153,12 @@ async fn concurrent_identical_misses_make_one_call() {
 
 #[tokio::test]
 async fn a_call_outlives_its_leader_while_another_caller_waits() {
-    let up = upstream(Switches {
-        delay: Duration::from_millis(300),
-        ..Switches::default()
-    })
-    .await;
-    let e = Arc::new(engine());
-    let c = Arc::new(ctx(&up, "s1", Mode::Permissive, CachePolicy::Session));
+    let (up, e, c) = slow_session(300).await;
     // The leader starts the call and goes away (its client hung up) while
     // a second caller of the same key waits on it.
-    let leader = {
-        let (e, c) = (e.clone(), c.clone());
-        tokio::spawn(async move { e.resolve(&c, "manage_files", &args("read")).await })
-    };
+    let leader = spawn_read(&e, &c);
     tokio::time::sleep(Duration::from_millis(50)).await;
-    let waiter = {
-        let (e, c) = (e.clone(), c.clone());
-        tokio::spawn(async move { e.resolve(&c, "manage_files", &args("read")).await })
-    };
+    let waiter = spawn_read(&e, &c);
     tokio::time::sleep(Duration::from_millis(50)).await;
     leader.abort();
     let r = waiter.await.unwrap().unwrap();
@@ -174,13 +173,7 @@ async fn a_call_outlives_its_leader_while_another_caller_waits() {
 
 #[tokio::test]
 async fn a_call_whose_caller_left_still_ends_in_the_cache() {
-    let up = upstream(Switches {
-        delay: Duration::from_millis(300),
-        ..Switches::default()
-    })
-    .await;
-    let e = Arc::new(engine());
-    let c = Arc::new(ctx(&up, "s1", Mode::Permissive, CachePolicy::Session));
+    let (up, e, c) = slow_session(300).await;
     let gone = tokio::time::timeout(
         Duration::from_millis(100),
         e.resolve(&c, "manage_files", &args("read")),
