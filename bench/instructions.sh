@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Instructions per request, counted by valgrind's callgrind, for the bare
-# baseline (bench/bare) and Signet side by side. Unlike req/s these counts do
+# baseline (bench/bare) and Pinfold side by side. Unlike req/s these counts do
 # not depend on what else the machine is running.
 #
 #   bench/instructions.sh                     # healthz not-modified resolve
@@ -8,7 +8,7 @@
 #   GATE=1 bench/instructions.sh              # exit 1 when a gate is missed
 #
 # Each server runs under callgrind (SQLite, a temporary data directory for
-# Signet). Per scenario, one keep-alive connection sends N1 requests and then
+# Pinfold). Per scenario, one keep-alive connection sends N1 requests and then
 # N2 requests, the counters zeroed before and dumped after each batch; the
 # figure is (count(N2) - count(N1)) / (N2 - N1), so start-up, connection
 # set-up and other fixed costs cancel out. Counts cover every thread of the
@@ -16,7 +16,7 @@
 #
 # Gates (issue on the thin HTTP edge): healthz ≤ 1.3 × bare; 304 ≤ 25,000.
 #
-# Environment: SIGNET_BIN (default target/release/signet), BARE_BIN (default
+# Environment: PINFOLD_BIN (default target/release/pinfold), BARE_BIN (default
 # target/release/bare), N1 (500), N2 (1500), PORT (18180), BARE_PORT (18181),
 # UPSTREAM_URL (see bench/load.sh), GATE, CG_OUT (a directory: keeps the
 # callgrind dumps of every batch there, for `callgrind_annotate --inclusive=yes`;
@@ -24,9 +24,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-SIGNET_BIN=${SIGNET_BIN:-target/release/signet}
+PINFOLD_BIN=${PINFOLD_BIN:-target/release/pinfold}
 # Measure the server, not its rate limits.
-export SIGNET_RATE_LIMITS__ENABLED=false
+export PINFOLD_RATE_LIMITS__ENABLED=false
 BARE_BIN=${BARE_BIN:-target/release/bare}
 N1=${N1:-500}
 N2=${N2:-1500}
@@ -37,7 +37,7 @@ BARE="http://127.0.0.1:$BARE_PORT"
 
 command -v valgrind >/dev/null || { echo "valgrind is not installed (Debian package 'valgrind')" >&2; exit 1; }
 command -v callgrind_control >/dev/null || { echo "callgrind_control is missing (part of valgrind)" >&2; exit 1; }
-[ -x "$SIGNET_BIN" ] || cargo build --release --locked --bin signet >&2
+[ -x "$PINFOLD_BIN" ] || cargo build --release --locked --bin pinfold >&2
 [ -x "$BARE_BIN" ] || cargo build --release --locked --manifest-path bench/bare/Cargo.toml --target-dir target >&2
 
 data=$(mktemp -d)
@@ -124,21 +124,21 @@ source bench/resolve-session.sh
 want resolve && measure "$bare_pid" "bare resolve" "$BARE_PORT" POST /resolve '{"Content-Type": "application/json"}' "$RESOLVE_BODY"
 kill "$bare_pid"
 
-RUST_LOG=warn under_callgrind signet "$BASE" "$SIGNET_BIN" serve --data-dir "$data" --listen "127.0.0.1:$PORT"
-signet_pid=$VG_PID
-TOKEN=$(sed -n 's/.*export SIGNET_TOKEN=\([^ ]*\).*/\1/p' "$data/signet.out")
+RUST_LOG=warn under_callgrind pinfold "$BASE" "$PINFOLD_BIN" serve --data-dir "$data" --listen "127.0.0.1:$PORT"
+pinfold_pid=$VG_PID
+TOKEN=$(sed -n 's/.*export PINFOLD_TOKEN=\([^ ]*\).*/\1/p' "$data/pinfold.out")
 auth="{\"Authorization\": \"Bearer $TOKEN\""
-want healthz && measure "$signet_pid" healthz "$PORT" GET /healthz
+want healthz && measure "$pinfold_pid" healthz "$PORT" GET /healthz
 if want not-modified; then
     v="/v1/tenants/dev/servers/io.github.acme%2Ffiles/versions/1.0.0"
     curl -fsS -X PUT "$BASE$v" -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' \
         --data-binary @examples/files-1.0.0.json -o /dev/null
     etag=$(curl -fsS -D - -o /dev/null "$BASE$v" -H "Authorization: Bearer $TOKEN" | awk -F': ' 'tolower($1)=="etag" {print $2}' | tr -d '\r')
-    measure "$signet_pid" not-modified "$PORT" GET "$v" "$auth, \"If-None-Match\": $(python3 -c 'import json,sys; print(json.dumps(sys.argv[1]))' "$etag")}"
+    measure "$pinfold_pid" not-modified "$PORT" GET "$v" "$auth, \"If-None-Match\": $(python3 -c 'import json,sys; print(json.dumps(sys.argv[1]))' "$etag")}"
 fi
 if want resolve; then
     if prepare_resolve; then
-        measure "$signet_pid" resolve "$PORT" POST "$RESOLVE_PATH" "$auth, \"Content-Type\": \"application/json\"}" "$RESOLVE_BODY"
+        measure "$pinfold_pid" resolve "$PORT" POST "$RESOLVE_PATH" "$auth, \"Content-Type\": \"application/json\"}" "$RESOLVE_BODY"
     else
         echo "resolve              skipped (see above)"
     fi

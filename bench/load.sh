@@ -1,19 +1,19 @@
 #!/usr/bin/env bash
-# HTTP load scenarios for Signet, measured with wrk, each beside a bare
+# HTTP load scenarios for Pinfold, measured with wrk, each beside a bare
 # axum/tokio server doing only the same answer in the same run.
 #
 #   bench/load.sh                          # healthz, tenant, not-modified, resolve on SQLite
 #   bench/load.sh healthz publish          # chosen scenarios
-#   DATABASE_URL=postgres://postgres@127.0.0.1:5432/signet_bench bench/load.sh healthz publish
+#   DATABASE_URL=postgres://postgres@127.0.0.1:5432/pinfold_bench bench/load.sh healthz publish
 #
 # Starts the bare baseline (bench/bare, built in release) and a release build
-# of `signet serve` (dev mode, a temporary data directory; SQLite unless
+# of `pinfold serve` (dev mode, a temporary data directory; SQLite unless
 # DATABASE_URL is set — a PostgreSQL database named there is dropped and
 # recreated), both pinned to CPU 0, and runs wrk pinned to CPU 1, so servers
 # and load generator do not fight for a core (the targets in
 # bench/README.md). For each scenario the bare counterpart is measured right
-# before Signet, each with a warm-up, then a measured run; the summary prints
-# every Signet figure as a ratio to the bare one of the same run, because
+# before Pinfold, each with a warm-up, then a measured run; the summary prints
+# every Pinfold figure as a ratio to the bare one of the same run, because
 # ratios travel between machines and absolute numbers do not.
 #
 # Scenarios (bare counterpart in brackets):
@@ -26,7 +26,7 @@
 #                 arguments every time (a resolve-cache hit)    key, moka get, cached bytes]
 #                 against the TypeScript-SDK upstream in
 #                 examples/ts-upstream (or UPSTREAM_URL);
-#                 skipped with a message when this Signet has
+#                 skipped with a message when this Pinfold has
 #                 no resolve routes
 #   publish       PUT distinct ~58 KiB signatures, 8           [GET /healthz]
 #                 connections (validate, canonicalise, digest,
@@ -37,12 +37,12 @@
 #                 reviews), never from an in-process cache
 #
 # Open loop: after the closed-loop runs of healthz, not-modified and resolve,
-# each is driven again by bench/bare's `openloop` at half the rate Signet
+# each is driven again by bench/bare's `openloop` at half the rate Pinfold
 # reached (the bare counterpart at the same rate), and the p99 measured from
 # each request's intended send time is printed beside the target (≤ 1 ms).
 # wrk is closed-loop and cannot show that figure. OPEN_LOOP=0 skips it.
 #
-# Environment: SIGNET_BIN (default target/release/signet), BARE_BIN (default
+# Environment: PINFOLD_BIN (default target/release/pinfold), BARE_BIN (default
 # target/release/bare), OPENLOOP_BIN (target/release/openloop), OPEN_LOOP (1),
 # DURATION (10s), CONNECTIONS (64), PORT (18080),
 # BARE_PORT (18081), SERVER_CPU (0), CLIENT_CPU (1), DATABASE_URL, READ_COUNT
@@ -52,9 +52,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-SIGNET_BIN=${SIGNET_BIN:-target/release/signet}
+PINFOLD_BIN=${PINFOLD_BIN:-target/release/pinfold}
 # Measure the server, not its rate limits.
-export SIGNET_RATE_LIMITS__ENABLED=false
+export PINFOLD_RATE_LIMITS__ENABLED=false
 BARE_BIN=${BARE_BIN:-target/release/bare}
 OPENLOOP_BIN=${OPENLOOP_BIN:-target/release/openloop}
 OPEN_LOOP=${OPEN_LOOP:-1}
@@ -71,9 +71,9 @@ if ! command -v wrk >/dev/null; then
     echo "wrk is not installed; installing it (Debian package 'wrk')" >&2
     apt-get install -y wrk >/dev/null || { echo "cannot install wrk; install it and retry" >&2; exit 1; }
 fi
-if [ ! -x "$SIGNET_BIN" ]; then
-    echo "building $SIGNET_BIN (release)" >&2
-    cargo build --release --locked --bin signet >&2
+if [ ! -x "$PINFOLD_BIN" ]; then
+    echo "building $PINFOLD_BIN (release)" >&2
+    cargo build --release --locked --bin pinfold >&2
 fi
 if [ ! -x "$BARE_BIN" ] || [ ! -x "$OPENLOOP_BIN" ]; then
     echo "building $BARE_BIN and $OPENLOOP_BIN (release; bench/bare is its own workspace)" >&2
@@ -114,13 +114,13 @@ if [ -n "${DATABASE_URL:-}" ]; then
 fi
 
 if [ -n "${PG_MAX_CONNECTIONS:-}" ]; then
-    export SIGNET_POSTGRES__MAX_CONNECTIONS=$PG_MAX_CONNECTIONS
+    export PINFOLD_POSTGRES__MAX_CONNECTIONS=$PG_MAX_CONNECTIONS
 fi
-RUST_LOG=warn taskset -c "$SERVER_CPU" "$SIGNET_BIN" serve --data-dir "$data" --listen "127.0.0.1:$PORT" "${db_args[@]}" \
+RUST_LOG=warn taskset -c "$SERVER_CPU" "$PINFOLD_BIN" serve --data-dir "$data" --listen "127.0.0.1:$PORT" "${db_args[@]}" \
     >"$data/out.txt" 2>"$data/err.txt" &
 pids+=($!)
 wait_healthy "$BASE" "$data/err.txt"
-TOKEN=$(sed -n 's/.*export SIGNET_TOKEN=\([^ ]*\).*/\1/p' "$data/out.txt")
+TOKEN=$(sed -n 's/.*export PINFOLD_TOKEN=\([^ ]*\).*/\1/p' "$data/out.txt")
 export TOKEN
 
 # run NAME CONNS URL [wrk args...] → prints "NAME req/s p50 p99"; keeps the figures in $data/NAME.{rps,p99}
@@ -168,7 +168,7 @@ scenarios=("$@")
 
 backend=sqlite; [ -n "${DATABASE_URL:-}" ] && backend=postgres
 pool=""; [ "$backend" = postgres ] && pool=" (pool ${PG_MAX_CONNECTIONS:-default})"
-echo "signet $("$SIGNET_BIN" --version | awk '{print $2}') on $(nproc) cores, $backend$pool; load average $(cut -d' ' -f1-3 /proc/loadavg); servers on CPU $SERVER_CPU, wrk on CPU $CLIENT_CPU; $DURATION per scenario"
+echo "pinfold $("$PINFOLD_BIN" --version | awk '{print $2}') on $(nproc) cores, $backend$pool; load average $(cut -d' ' -f1-3 /proc/loadavg); servers on CPU $SERVER_CPU, wrk on CPU $CLIENT_CPU; $DURATION per scenario"
 run "bare healthz" "$CONNECTIONS" "$BARE/healthz"
 run healthz "$CONNECTIONS" "$BASE/healthz"
 # scenario → its bare counterpart, for the summary
@@ -253,7 +253,7 @@ declare -A printed=()
 declare -A target=([healthz]="≥ 0.85" [not-modified]="≥ 0.70" [resolve]="≥ 0.60")
 echo
 printf '%-14s %12s %10s   %-18s %12s %10s   %7s %-7s   %-17s   %s\n' \
-    scenario "signet req/s" p99 "bare reference" "req/s" p99 ratio target "open-loop p99 ½" "x signet /healthz"
+    scenario "pinfold req/s" p99 "bare reference" "req/s" p99 ratio target "open-loop p99 ½" "x pinfold /healthz"
 for s in healthz "${scenarios[@]}"; do
     [ -f "$data/$s.rps" ] || continue
     [ -n "${printed[$s]:-}" ] && continue

@@ -1,15 +1,15 @@
 #!/usr/bin/env python3
-"""Resolve-miss overhead: Signet's resolve of a call it has not seen, against
+"""Resolve-miss overhead: Pinfold's resolve of a call it has not seen, against
 calling the same upstream's tools/resolve directly, one keep-alive connection
 each, N distinct calls (every one a miss), mean and p50/p99 in milliseconds,
 interleaved in rounds; the hit line (a cached call, no upstream) shows how
-much of the overhead is the extra HTTP hop to Signet itself.
+much of the overhead is the extra HTTP hop to Pinfold itself.
 
-    bench/miss-overhead.py SIGNET_BASE TOKEN SESSION_PATH UPSTREAM_MCP_URL [N [BARE_BASE]]
+    bench/miss-overhead.py PINFOLD_BASE TOKEN SESSION_PATH UPSTREAM_MCP_URL [N [BARE_BASE]]
 
 With BARE_BASE (bench/bare started with the upstream URL), a fourth column:
 the same call through the bare forwarder's POST /forward, the floor any
-proxy pays for the second hop; Signet's figure is also given over it.
+proxy pays for the second hop; Pinfold's figure is also given over it.
 
 SESSION_PATH is /v1/tenants/T/sessions/ID of a session on that upstream (see
 bench/miss-overhead.sh, which sets everything up). Python's own cost is in
@@ -74,8 +74,8 @@ class Direct:
         return times
 
 
-class Signet:
-    """Signet's resolve on one keep-alive connection: misses (arguments not
+class Pinfold:
+    """Pinfold's resolve on one keep-alive connection: misses (arguments not
     seen before) or hits (the first call's arguments again)."""
 
     def __init__(self, base, token, session):
@@ -98,11 +98,11 @@ class Signet:
         out = []
         for _ in range(n):
             self.i += 1
-            out.append(self.call(f"/signet/{self.i}", "upstream"))
+            out.append(self.call(f"/pinfold/{self.i}", "upstream"))
         return out
 
     def hits(self, n):
-        return [self.call("/signet/1", "cache") for _ in range(n)]
+        return [self.call("/pinfold/1", "cache") for _ in range(n)]
 
 
 class Forward:
@@ -135,9 +135,9 @@ def summary(times):
 def main():
     base, token, session, upstream = sys.argv[1:5]
     n = int(sys.argv[5]) if len(sys.argv) > 5 else 2000
-    d, s = Direct(upstream), Signet(base, token, session)
+    d, s = Direct(upstream), Pinfold(base, token, session)
     f = Forward(sys.argv[6]) if len(sys.argv) > 6 else None
-    s.misses(50)  # the session's upstream connection; /signet/1 is cached
+    s.misses(50)  # the session's upstream connection; /pinfold/1 is cached
     d.run(50)
     if f:
         f.run(50)
@@ -152,13 +152,13 @@ def main():
             ft += f.run(100)
     d, s, h = summary(dt), summary(st), summary(ht)
     print(f"direct tools/resolve : mean {d[0]:.3f} ms  p50 {d[1]:.3f}  p99 {d[2]:.3f}")
-    print(f"Signet resolve (miss): mean {s[0]:.3f} ms  p50 {s[1]:.3f}  p99 {s[2]:.3f}")
-    print(f"Signet resolve (hit) : mean {h[0]:.3f} ms  p50 {h[1]:.3f}  p99 {h[2]:.3f}")
+    print(f"Pinfold resolve (miss): mean {s[0]:.3f} ms  p50 {s[1]:.3f}  p99 {s[2]:.3f}")
+    print(f"Pinfold resolve (hit) : mean {h[0]:.3f} ms  p50 {h[1]:.3f}  p99 {h[2]:.3f}")
     if ft:
         b = summary(ft)
         print(f"bare forward (miss)  : mean {b[0]:.3f} ms  p50 {b[1]:.3f}  p99 {b[2]:.3f}")
         print(f"bare forward overhead: mean {b[0] - d[0]:.3f} ms")
-        print(f"Signet over bare     : mean {s[0] - b[0]:.3f} ms")
+        print(f"Pinfold over bare     : mean {s[0] - b[0]:.3f} ms")
     print(f"miss overhead        : mean {s[0] - d[0]:.3f} ms (target <= 0.3 ms)")
 
 

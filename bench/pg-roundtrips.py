@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""Counts PostgreSQL round trips per API request of a `signet` binary.
+"""Counts PostgreSQL round trips per API request of a `pinfold` binary.
 
-    pg-roundtrips.py SIGNET_BIN [PG_URL] [N]
+    pg-roundtrips.py PINFOLD_BIN [PG_URL] [N]
 
-Starts `SIGNET_BIN serve --dev` on a fresh database (created and dropped on
+Starts `PINFOLD_BIN serve --dev` on a fresh database (created and dropped on
 the PostgreSQL of PG_URL, default postgres://postgres@127.0.0.1:5432/postgres,
 which must be allowed to create databases), with a pool of two connections (one is taken by the change listener)
 behind a counting TCP proxy, warms it up (the first use of a statement on a
@@ -98,7 +98,7 @@ def psql(sql):
 
 
 def main():
-    db = f"signet_rt_{os.getpid()}"
+    db = f"pinfold_rt_{os.getpid()}"
     psql(f"DROP DATABASE IF EXISTS {db}")
     psql(f"CREATE DATABASE {db}")
     listen_sock = socket.socket()
@@ -110,8 +110,8 @@ def main():
     userinfo = pg.netloc.rsplit("@", 1)[0] + "@" if "@" in pg.netloc else ""
     url = f"postgres://{userinfo}127.0.0.1:{proxy_port}/{db}"
     port = free_port()
-    data = tempfile.mkdtemp(prefix="signet-rt-")
-    env = dict(os.environ, SIGNET_POSTGRES__MAX_CONNECTIONS="2", RUST_LOG="warn")
+    data = tempfile.mkdtemp(prefix="pinfold-rt-")
+    env = dict(os.environ, PINFOLD_POSTGRES__MAX_CONNECTIONS="2", RUST_LOG="warn")
     server = subprocess.Popen(
         [BIN, "serve", "--dev", "--listen", f"127.0.0.1:{port}", "--data-dir", data,
          "--database-url", url],

@@ -1,12 +1,12 @@
-# Sourced by bench/load.sh and bench/instructions.sh: opens a Signet resolve
+# Sourced by bench/load.sh and bench/instructions.sh: opens a Pinfold resolve
 # session whose every later identical call is a cache hit.
 #
-# Expects from the caller: BASE (Signet's URL), TOKEN (a dev token with the
-# publisher and client roles), SIGNET_BIN, data (a scratch directory that is
-# also Signet's --data-dir, for minting a reviewer token), pids (an array the
+# Expects from the caller: BASE (Pinfold's URL), TOKEN (a dev token with the
+# publisher and client roles), PINFOLD_BIN, data (a scratch directory that is
+# also Pinfold's --data-dir, for minting a reviewer token), pids (an array the
 # caller's cleanup kills), and optionally UPSTREAM_URL.
 
-RESOLVE_SERVER=dev.signet.examples/manage-files-ts-seed
+RESOLVE_SERVER=dev.pinfold.examples/manage-files-ts-seed
 RESOLVE_CARD=examples/ts-upstream/manage-files-seed-1.0.0.json
 RESOLVE_BODY='{"name":"manage_files","arguments":{"path":"/tmp/notes.txt","action":"read"}}'
 
@@ -24,7 +24,7 @@ no_route() {
     esac
 }
 
-# Prepares Signet's resolve scenario: an upstream, the card published and
+# Prepares Pinfold's resolve scenario: an upstream, the card published and
 # approved, a session, one miss and one hit. Sets RESOLVE_PATH, or prints a
 # reason on stderr and returns 1 to skip the scenario. (Not run in a
 # subshell: the upstream's pid must reach the cleanup.)
@@ -49,7 +49,7 @@ prepare_resolve() {
         -H 'Content-Type: application/json' --data-binary @"$RESOLVE_CARD")
     [[ "$code" =~ ^20[01]$ ]] || { echo "publishing $RESOLVE_CARD answered $code: $(cat "$data/publish.json")" >&2; return 1; }
     local reviewer
-    reviewer=$("$SIGNET_BIN" token --data-dir "$data" --sub bench-reviewer --tenant dev --roles reviewer)
+    reviewer=$("$PINFOLD_BIN" token --data-dir "$data" --sub bench-reviewer --tenant dev --roles reviewer)
     code=$(curl -sS -o "$data/review.json" -w '%{http_code}' -X POST "$s/review" -H "Authorization: Bearer $reviewer" \
         -H 'Content-Type: application/json' -d '{"decision":"approve","note":"bench"}')
     [ "$code" = 200 ] || { echo "approving $RESOLVE_SERVER answered $code: $(cat "$data/review.json")" >&2; return 1; }
@@ -58,7 +58,7 @@ prepare_resolve() {
         -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' \
         -d "{\"server\":\"$RESOLVE_SERVER\",\"upstream\":{\"url\":\"$upstream\"}}")
     if no_route "$code" "$data/session.json"; then
-        echo "this Signet has no resolve sessions (POST /v1/tenants/dev/sessions answered $code)" >&2
+        echo "this Pinfold has no resolve sessions (POST /v1/tenants/dev/sessions answered $code)" >&2
         return 1
     fi
     [ "$code" = 201 ] || { echo "creating a session answered $code: $(cat "$data/session.json")" >&2; return 1; }
@@ -71,7 +71,7 @@ prepare_resolve() {
         code=$(curl -sS -o "$data/resolve-$attempt.json" -w '%{http_code}' -X POST "$BASE$path" \
             -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' -d "$body")
         if [ "$attempt" = first ] && no_route "$code" "$data/resolve-first.json"; then
-            echo "this Signet has no resolve route (POST $path answered 404)" >&2
+            echo "this Pinfold has no resolve route (POST $path answered 404)" >&2
             return 1
         fi
         [ "$code" = 200 ] || { echo "resolve answered $code: $(cat "$data/resolve-$attempt.json")" >&2; return 1; }

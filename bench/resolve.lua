@@ -1,5 +1,5 @@
 -- wrk script: POST the same resolve call on every request, so every request
--- after the first is a resolve-cache hit. Used against Signet's
+-- after the first is a resolve-cache hit. Used against Pinfold's
 -- /v1/tenants/{t}/sessions/{id}/resolve and the bare baseline's /resolve
 -- (which is pre-filled for exactly these arguments); the Authorization
 -- header, when needed, comes from wrk's -H.

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Verify a Signet attestation offline with a stock JWT library (PyJWT).
+"""Verify a Pinfold attestation offline with a stock JWT library (PyJWT).
 
     pip install "pyjwt[crypto]"
     python3 examples/verify_attestation.py attestation.jwt jwks.json sha256:<expected digest>

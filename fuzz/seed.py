@@ -2,13 +2,13 @@
 """Writes the seed corpora of the fuzz targets (fuzz/corpus/<target>/).
 
 Every input is *derived* from the shapes of the real-world data set (the
-directory named by $SIGNET_REALDATA): tools, scope requirements, scope
+directory named by $PINFOLD_REALDATA): tools, scope requirements, scope
 hierarchies and server.json entries are trimmed, mutated and combined, and
 never copied file for file. The output is deterministic (a fixed random
 seed), so re-running the script gives the same files; the corpus stays small
 (well under 1 MB in all).
 
-    SIGNET_REALDATA=/path/to/realdata python3 fuzz/seed.py
+    PINFOLD_REALDATA=/path/to/realdata python3 fuzz/seed.py
 """
 
 import base64
@@ -37,9 +37,9 @@ ALPHABET = re.findall(
 
 
 def realdata() -> Path:
-    root = os.environ.get("SIGNET_REALDATA")
+    root = os.environ.get("PINFOLD_REALDATA")
     if not root or not Path(root).is_dir():
-        sys.exit("set SIGNET_REALDATA to the real-world data directory")
+        sys.exit("set PINFOLD_REALDATA to the real-world data directory")
     return Path(root)
 
 
@@ -196,9 +196,9 @@ def seed_bearer(rd: Path, registry: list):
         repo = (entry.get("repository") or {}).get("url", "https://github.com/acme/x")
         slug = "/".join(repo.rstrip("/").split("/")[-2:])
         claims = {
-            "iss": rng.choice(["https://token.actions.githubusercontent.com", "signet-dev", 42]),
+            "iss": rng.choice(["https://token.actions.githubusercontent.com", "pinfold-dev", 42]),
             "sub": f"repo:{slug}:ref:refs/heads/main",
-            "aud": "signet",
+            "aud": "pinfold",
             "exp": 1_900_000_000 + i,
             "repository": slug,
             "tenant": slug.split("/")[0].lower(),

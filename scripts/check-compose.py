@@ -4,12 +4,12 @@ Dockerfile (no Docker engine needed).
 
 Checks: the expected services exist; every long-running service has a health
 check (except those listed in NO_HEALTHCHECK, with the reason); `migrate` is a
-one-shot that Signet waits for; dependencies name real services with valid
+one-shot that Pinfold waits for; dependencies name real services with valid
 conditions and form no cycle; published ports are well-formed, loopback-bound
-and unique; Signet reaches PostgreSQL and the collector by service name; the
+and unique; Pinfold reaches PostgreSQL and the collector by service name; the
 collector's pipelines reference defined components and export traces to
 Jaeger; the Dockerfile is multi-stage, `--locked`, non-root, with a health
-check and `signet` as entrypoint. When the docker client has the compose
+check and `pinfold` as entrypoint. When the docker client has the compose
 plugin, `docker compose config` must accept the file too.
 
 Usage: python3 scripts/check-compose.py [REPO_ROOT]   (needs PyYAML)
@@ -24,10 +24,10 @@ import sys
 import yaml
 
 ROOT = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else pathlib.Path(__file__).parent.parent)
-EXPECTED = {"postgres", "migrate", "signet", "otel-collector", "jaeger"}
+EXPECTED = {"postgres", "migrate", "pinfold", "otel-collector", "jaeger"}
 # Services without a compose healthcheck, and why.
 NO_HEALTHCHECK = {
-    "migrate": "one-shot; Signet waits for service_completed_successfully",
+    "migrate": "one-shot; Pinfold waits for service_completed_successfully",
     "otel-collector": "FROM scratch image (no shell); health_check extension on :13133",
 }
 CONDITIONS = {"service_started", "service_healthy", "service_completed_successfully"}
@@ -121,38 +121,38 @@ def check_compose():
 
     if not EXPECTED <= set(services):
         return
-    sig, mig = services["signet"], services["migrate"]
+    sig, mig = services["pinfold"], services["migrate"]
     if (sig.get("command") or [None])[0] != "serve":
-        fail("signet: command must be `serve ...`")
+        fail("pinfold: command must be `serve ...`")
     if (mig.get("command") or [None])[0] != "migrate":
         fail("migrate: command must be `migrate`")
     if str(mig.get("restart", "no")) != "no":
         fail("migrate: a one-shot must not restart")
     sdeps = deps_of(sig)
     if (sdeps.get("migrate") or {}).get("condition") != "service_completed_successfully":
-        fail("signet: must wait for migrate (service_completed_successfully)")
+        fail("pinfold: must wait for migrate (service_completed_successfully)")
     if (sdeps.get("postgres") or {}).get("condition") != "service_healthy":
-        fail("signet: must wait for a healthy postgres")
+        fail("pinfold: must wait for a healthy postgres")
     if (deps_of(mig).get("postgres") or {}).get("condition") != "service_healthy":
         fail("migrate: must wait for a healthy postgres")
-    for n in ("signet", "migrate"):
-        url = env_of(services[n]).get("SIGNET_DATABASE_URL", "")
+    for n in ("pinfold", "migrate"):
+        url = env_of(services[n]).get("PINFOLD_DATABASE_URL", "")
         if not re.match(r"^postgres(ql)?://[^@]*@postgres:5432/", url):
-            fail(f"{n}: SIGNET_DATABASE_URL must point at the postgres service ({url!r})")
-    if str(env_of(sig).get("SIGNET_MIGRATE_ON_START", "")).lower() != "false":
-        fail("signet: SIGNET_MIGRATE_ON_START must be false (the migrate service applies them)")
+            fail(f"{n}: PINFOLD_DATABASE_URL must point at the postgres service ({url!r})")
+    if str(env_of(sig).get("PINFOLD_MIGRATE_ON_START", "")).lower() != "false":
+        fail("pinfold: PINFOLD_MIGRATE_ON_START must be false (the migrate service applies them)")
     otlp = env_of(sig).get("OTEL_EXPORTER_OTLP_ENDPOINT", "")
     if otlp != "http://otel-collector:4318":
-        fail(f"signet: OTEL_EXPORTER_OTLP_ENDPOINT must be the collector's OTLP/HTTP port ({otlp!r})")
+        fail(f"pinfold: OTEL_EXPORTER_OTLP_ENDPOINT must be the collector's OTLP/HTTP port ({otlp!r})")
     if not any(container_port(p)[2] == "8080" for p in sig.get("ports") or []):
-        fail("signet: port 8080 is not published")
+        fail("pinfold: port 8080 is not published")
     if not any(container_port(p)[2] == "16686" for p in services["jaeger"].get("ports") or []):
         fail("jaeger: UI port 16686 is not published")
     if sig.get("read_only") is not True:
-        fail("signet: read_only root filesystem expected")
+        fail("pinfold: read_only root filesystem expected")
     test = " ".join(sig.get("healthcheck", {}).get("test", []))
     if "/readyz" not in test and "/healthz" not in test:
-        fail("signet: healthcheck should probe /readyz or /healthz")
+        fail("pinfold: healthcheck should probe /readyz or /healthz")
     # Mounted files exist.
     for n, svc in services.items():
         for v in svc.get("volumes") or []:
@@ -205,8 +205,8 @@ def check_dockerfile():
     if not any(l.upper().startswith("HEALTHCHECK ") for l in lines):
         fail("Dockerfile: no HEALTHCHECK")
     ep = [l for l in lines if l.upper().startswith("ENTRYPOINT ")]
-    if not ep or "signet" not in ep[-1]:
-        fail("Dockerfile: ENTRYPOINT must run signet")
+    if not ep or "pinfold" not in ep[-1]:
+        fail("Dockerfile: ENTRYPOINT must run pinfold")
     cmd = [l for l in lines if l.upper().startswith("CMD ")]
     if not cmd or "serve" not in cmd[-1]:
         fail("Dockerfile: CMD must default to serve")

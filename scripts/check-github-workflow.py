@@ -1,16 +1,16 @@
-"""Structural check of examples/github-actions/signet.yml against the CLI.
+"""Structural check of examples/github-actions/pinfold.yml against the CLI.
 
 Checks: the workflow runs on a published release; three jobs split the
 work so that no code of the server under test runs where a publisher token
-can be minted: the job running `signet capture` has no `id-token`
-permission and reads contents only; the job running `signet publish` needs
+can be minted: the job running `pinfold capture` has no `id-token`
+permission and reads contents only; the job running `pinfold publish` needs
 the capture job, declares an `environment` (the claim the publisher rule
 requires), has `id-token: write` and `contents: read` only, and runs nothing
-but signet (no npm, build or server step, no checkout); the job running
-`signet verify` needs the publish job. Publish authenticates with
+but pinfold (no npm, build or server step, no checkout); the job running
+`pinfold verify` needs the publish job. Publish authenticates with
 `--github-oidc` (no token from a secret) and waits with `--wait-approved`;
 verify checks a live server (`--against`); and every `--flag` of every
-`signet` command exists in that subcommand's `--help` of the binary built
+`pinfold` command exists in that subcommand's `--help` of the binary built
 from this tree, so the example cannot drift from the CLI. Then it mutates
 the workflow in ways that must be refused (id-token granted to the capture
 job, the publish job without its environment, a build step in the publish
@@ -19,7 +19,7 @@ secret token instead of OIDC) and checks each is refused for the right
 reason.
 
 Usage: python3 scripts/check-github-workflow.py [REPO_ROOT]   (needs PyYAML;
-the binary: $SIGNET_BIN, default target/debug/signet)
+the binary: $PINFOLD_BIN, default target/debug/pinfold)
 """
 
 import copy
@@ -33,15 +33,15 @@ import sys
 import yaml
 
 ROOT = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else pathlib.Path(__file__).parent.parent)
-WORKFLOW = ROOT / "examples/github-actions/signet.yml"
-BIN = pathlib.Path(os.environ.get("SIGNET_BIN", ROOT / "target/debug/signet"))
+WORKFLOW = ROOT / "examples/github-actions/pinfold.yml"
+BIN = pathlib.Path(os.environ.get("PINFOLD_BIN", ROOT / "target/debug/pinfold"))
 ORDER = ["capture", "publish", "verify"]
 
 _help_cache = {}
 
 
 def help_flags(sub):
-    """The long flags `signet SUB --help` lists, or None when SUB is not a command."""
+    """The long flags `pinfold SUB --help` lists, or None when SUB is not a command."""
     if sub not in _help_cache:
         out = subprocess.run([str(BIN), sub, "--help"], capture_output=True, text=True)
         if out.returncode != 0:
@@ -65,8 +65,8 @@ def triggers(wf):
     return on or {}
 
 
-def signet_commands(run):
-    """Each `signet SUB ...` command line of a `run:` script, as argv lists."""
+def pinfold_commands(run):
+    """Each `pinfold SUB ...` command line of a `run:` script, as argv lists."""
     script = re.sub(r"\\\n", " ", run)
     found = []
     for line in script.splitlines():
@@ -75,14 +75,14 @@ def signet_commands(run):
         except ValueError as e:
             raise ValueError(f"cannot split {line!r}: {e}")
         # The command word itself (not an argument such as a repository URL
-        # ending in /signet).
-        if words and (words[0] == "signet" or words[0].endswith("/signet")) and len(words) > 1:
+        # ending in /pinfold).
+        if words and (words[0] == "pinfold" or words[0].endswith("/pinfold")) and len(words) > 1:
             found.append(words[1:])
     return found
 
 
 # Words that mark a step as running the repository's code (building or
-# starting the server under test) rather than signet alone.
+# starting the server under test) rather than pinfold alone.
 CODE_STEP = re.compile(r"\b(npm|npx|yarn|pnpm|node|bun|deno|python3?|pip|uv|make|go|docker|cargo build|cargo run)\b")
 
 
@@ -98,7 +98,7 @@ def job_cmds(job_name, job, fail):
         if not isinstance(run, str):
             continue
         try:
-            found = signet_commands(run)
+            found = pinfold_commands(run)
         except ValueError as e:
             fail(f"jobs.{job_name}.steps[{n}]: {e}")
             continue
@@ -125,7 +125,7 @@ def check(wf):
     jobs = wf.get("jobs") or {}
     if not jobs:
         fail("jobs: none")
-    # Which job runs each signet command.
+    # Which job runs each pinfold command.
     owner = {}
     for job_name, job in jobs.items():
         perms = job.get("permissions", wf.get("permissions"))
@@ -134,10 +134,10 @@ def check(wf):
         subs = {argv[0] for _, argv, _ in cmds}
         for s in subs & set(ORDER):
             if s in owner:
-                fail(f"jobs.{job_name}: `signet {s}` also runs in jobs.{owner[s]} (one job per step)")
+                fail(f"jobs.{job_name}: `pinfold {s}` also runs in jobs.{owner[s]} (one job per step)")
             owner.setdefault(s, job_name)
         if perms.get("id-token") == "write" and "capture" in subs:
-            fail(f"jobs.{job_name}: runs the server under test (signet capture) and must not have id-token: write")
+            fail(f"jobs.{job_name}: runs the server under test (pinfold capture) and must not have id-token: write")
         if any(v == "write" for k, v in perms.items() if k != "id-token"):
             fail(f"jobs.{job_name}: permissions must not grant write access other than id-token")
         if subs & {"publish", "verify"}:
@@ -147,7 +147,7 @@ def check(wf):
             if not job.get("environment"):
                 fail(f"jobs.{job_name}: the publish job must declare an environment (the publisher claim rule requires it)")
             if subs - {"publish"}:
-                fail(f"jobs.{job_name}: the publish job must run nothing but `signet publish` (found {sorted(subs)})")
+                fail(f"jobs.{job_name}: the publish job must run nothing but `pinfold publish` (found {sorted(subs)})")
             for n, step in enumerate(job.get("steps") or []):
                 run = str(step.get("run", ""))
                 uses = str(step.get("uses", ""))
@@ -156,16 +156,16 @@ def check(wf):
                     fail(f"jobs.{job_name}.steps[{n}]: the publish job must not check out, build or run the server ({(code or [uses])[0].strip()!r})")
         for n, argv, step in cmds:
             sub = argv[0]
-            where = f"jobs.{job_name}.steps[{n}] signet {sub}"
+            where = f"jobs.{job_name}.steps[{n}] pinfold {sub}"
             flags = help_flags(sub)
             if flags is None:
-                fail(f"{where}: `signet {sub}` is not a command of {BIN}")
+                fail(f"{where}: `pinfold {sub}` is not a command of {BIN}")
                 continue
             for word in argv[1:]:
                 if word.startswith("--"):
                     name = word[2:].split("=", 1)[0]
                     if name not in flags:
-                        fail(f"{where}: --{name} is not a flag of `signet {sub}` (its --help lists {sorted(flags)})")
+                        fail(f"{where}: --{name} is not a flag of `pinfold {sub}` (its --help lists {sorted(flags)})")
             step_env = " ".join(str(v) for v in (step.get("env") or {}).values())
             if sub == "publish":
                 if "--github-oidc" not in argv:
@@ -178,22 +178,22 @@ def check(wf):
                 fail(f"{where}: must check a live server (--against)")
     for s in ORDER:
         if s not in owner:
-            fail(f"no job runs `signet {s}`")
+            fail(f"no job runs `pinfold {s}`")
     # The job graph: capture -> publish -> verify.
     for before, after in zip(ORDER, ORDER[1:]):
         if before in owner and after in owner:
             b, a = owner[before], owner[after]
             if b == a:
-                fail(f"jobs.{a}: runs `signet {before}` and `signet {after}` in one job (they need separate jobs)")
+                fail(f"jobs.{a}: runs `pinfold {before}` and `pinfold {after}` in one job (they need separate jobs)")
             elif b not in needs(jobs[a]):
-                fail(f"jobs.{a}: must have `needs: {b}` (signet {after} runs after signet {before})")
+                fail(f"jobs.{a}: must have `needs: {b}` (pinfold {after} runs after pinfold {before})")
     return errors
 
 
 def job_running(wf, sub):
     for name, job in wf["jobs"].items():
         for step in job.get("steps") or []:
-            if f"signet {sub}" in str(step.get("run", "")):
+            if f"pinfold {sub}" in str(step.get("run", "")):
                 return name, job, step
     raise AssertionError(f"no {sub} step")
 
@@ -237,8 +237,8 @@ def unknown_flag(wf):
 
 def secret_token(wf):
     s = publish_step(wf)
-    s["run"] = s["run"].replace("--github-oidc", "--token-env SIGNET_TOKEN")
-    s["env"] = {"SIGNET_TOKEN": "${{ secrets.SIGNET_TOKEN }}"}
+    s["run"] = s["run"].replace("--github-oidc", "--token-env PINFOLD_TOKEN")
+    s["env"] = {"PINFOLD_TOKEN": "${{ secrets.PINFOLD_TOKEN }}"}
 
 
 MUST_FAIL = [
@@ -248,14 +248,14 @@ MUST_FAIL = [
     (verify_not_after_publish, "must have `needs: publish`"),
     (no_id_token, "id-token: write (for --github-oidc)"),
     (on_push, "must run on release"),
-    (unknown_flag, "--bogus-flag is not a flag of `signet publish`"),
+    (unknown_flag, "--bogus-flag is not a flag of `pinfold publish`"),
     (secret_token, "--github-oidc"),
 ]
 
 
 def main():
     if not BIN.is_file() or not os.access(BIN, os.X_OK):
-        print(f"no signet binary at {BIN}; build it (cargo build --bin signet) or set SIGNET_BIN", file=sys.stderr)
+        print(f"no pinfold binary at {BIN}; build it (cargo build --bin pinfold) or set PINFOLD_BIN", file=sys.stderr)
         return 1
     wf = yaml.safe_load(WORKFLOW.read_text())
     problems = check(wf)
@@ -269,7 +269,7 @@ def main():
         for p in problems:
             print(f"{WORKFLOW.relative_to(ROOT)}: {p}", file=sys.stderr)
         return 1
-    print(f"{WORKFLOW.relative_to(ROOT)}: ok (release trigger; jobs capture (no id-token) -> publish (environment, id-token, signet only, --github-oidc --wait-approved) -> verify --against; flags checked against {BIN}; {len(MUST_FAIL)} mutations refused)")
+    print(f"{WORKFLOW.relative_to(ROOT)}: ok (release trigger; jobs capture (no id-token) -> publish (environment, id-token, pinfold only, --github-oidc --wait-approved) -> verify --against; flags checked against {BIN}; {len(MUST_FAIL)} mutations refused)")
     return 0
 
 

@@ -1,16 +1,16 @@
 #!/usr/bin/env python3
 """Lint, render and validate the Helm chart offline.
 
-For each value set in helm/signet/ci/*-values.yaml (default, split roles with
+For each value set in helm/pinfold/ci/*-values.yaml (default, split roles with
 HPA, minimal): `helm lint --strict` and `helm template` through the PyPI
 package helm-python-sdk (Helm's Go SDK, no `helm` binary), validation of
 every rendered object against the Kubernetes JSON schemas with
 kubernetes-validate (strict: unknown fields fail), and the chart's own
 rules: probes on /healthz and /readyz, non-root and read-only containers,
-the migration Job as a pre-install/pre-upgrade hook running `signet migrate`,
+the migration Job as a pre-install/pre-upgrade hook running `pinfold migrate`,
 secrets referenced (never literal env values, never rendered from the chart's
 defaults), consistent selectors, the expected objects per value set, and a
-signet.toml that parses and carries the values' issuers and claim rules.
+pinfold.toml that parses and carries the values' issuers and claim rules.
 The Ingress is checked against the API itself: every path of
 openapi/openapi.json (and the paths resolve and scope will serve) must reach
 the Deployment whose `--services` serves it, under the controller's path
@@ -33,11 +33,11 @@ import kubernetes_validate
 import yaml
 
 ROOT = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else pathlib.Path(__file__).parent.parent)
-CHART = ROOT / "helm" / "signet"
+CHART = ROOT / "helm" / "pinfold"
 KUBE_VERSION = "1.30.0"
 # Kinds whose schemas are not in kubernetes-validate (CRDs); checked by hand.
 CRD_KINDS = {"ServiceMonitor"}
-SECRET_ENV = {"SIGNET_DATABASE_URL", "SIGNET_DATABASE_OWNER_URL", "SIGNET_ENCRYPTION_KEY"}
+SECRET_ENV = {"PINFOLD_DATABASE_URL", "PINFOLD_DATABASE_OWNER_URL", "PINFOLD_ENCRYPTION_KEY"}
 
 # value set -> expected object counts by kind (None: not checked)
 EXPECT = {
@@ -51,7 +51,7 @@ EXPECT = {
                 "PodDisruptionBudget": 0, "Job": 1, "Secret": 1, "ServiceMonitor": 0,
                 "Ingress": 1},
 }
-# The services of `signet serve --services` (services/server/src/services.rs).
+# The services of `pinfold serve --services` (services/server/src/services.rs).
 SERVICES = ["tenancy", "registry", "resolve", "scope"]
 # OpenAPI tag -> the service whose router serves the tagged operations. A new
 # tag fails the check until it is mapped here (and routed by the Ingress).
@@ -61,7 +61,7 @@ TAG_SERVICE = {"tenants": "tenancy", "registry": "registry", "subregistry": "reg
 # except those clients must reach (PUBLIC_OPERATIONAL: any role may answer).
 OPERATIONAL = {"operations"}
 # RFC 9728 protected-resource metadata: MCP-aware clients discover how to
-# authenticate to Signet there, from the resource_metadata of a 401.
+# authenticate to Pinfold there, from the resource_metadata of a 401.
 PUBLIC_OPERATIONAL = {"/.well-known/oauth-protected-resource"}
 # Paths of services that have no routes yet, and the service that will serve them.
 PLANNED = {
@@ -101,7 +101,7 @@ def strings(v):
 
 def render(values):
     chart = helm.Chart.load(str(CHART))
-    out = chart.render(values, name="signet", namespace="signet", is_install=True)
+    out = chart.render(values, name="pinfold", namespace="pinfold", is_install=True)
     docs = []
     for path, text in sorted(out.items()):
         if path.endswith("NOTES.txt"):
@@ -125,7 +125,7 @@ def check_pod(where, spec, is_job):
     if psc.get("runAsNonRoot") is not True or psc.get("runAsUser", 0) == 0:
         fail(where, "pod must run as a non-root user (runAsNonRoot, runAsUser != 0)")
     if spec.get("automountServiceAccountToken") is not False:
-        fail(where, "automountServiceAccountToken must be false (Signet never calls the API server)")
+        fail(where, "automountServiceAccountToken must be false (Pinfold never calls the API server)")
     for c in spec.get("containers", []):
         cw = f"{where}/{c['name']}"
         sc = c.get("securityContext") or {}
@@ -151,7 +151,7 @@ def check_pod(where, spec, is_job):
         if rp != "/readyz":
             fail(cw, f"readiness probe must GET /readyz (got {rp})")
         if c.get("args", [None])[0] != "serve":
-            fail(cw, "must run `signet serve`")
+            fail(cw, "must run `pinfold serve`")
 
 
 def api_paths():
@@ -239,7 +239,7 @@ def check_ingress(where, ing, deployments, services):
 
 def check_set(name, values, defaults):
     where = f"[{name}]"
-    report = helm.lint(str(CHART), values, strict=True, namespace="signet",
+    report = helm.lint(str(CHART), values, strict=True, namespace="pinfold",
                        kube_version=f"v{KUBE_VERSION}")
     for m in report.get("messages", []):
         if m.get("severity", 0) >= 2:
@@ -293,7 +293,7 @@ def check_set(name, values, defaults):
         spec = job["spec"]["template"]["spec"]
         check_pod(jw, spec, is_job=True)
         if spec["containers"][0].get("args") != ["migrate"]:
-            fail(jw, "must run `signet migrate`")
+            fail(jw, "must run `pinfold migrate`")
         if spec.get("restartPolicy") not in ("Never", "OnFailure"):
             fail(jw, "restartPolicy must be Never or OnFailure")
 
@@ -346,15 +346,15 @@ def check_set(name, values, defaults):
 
 
 def check_config(where, cm, values, defaults):
-    """signet.toml parses as TOML and carries the issuers of the values,
+    """pinfold.toml parses as TOML and carries the issuers of the values,
     their claim rules included, unchanged."""
-    text = (cm.get("data") or {}).get("signet.toml")
+    text = (cm.get("data") or {}).get("pinfold.toml")
     if text is None:
         return
     try:
         cfg = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
-        fail(where, f"signet.toml is not TOML: {e}")
+        fail(where, f"pinfold.toml is not TOML: {e}")
         return
     rl = {**(defaults.get("rateLimits") or {}), **(values.get("rateLimits") or {})}
     got_rl = cfg.get("rate_limits") or {}
@@ -374,7 +374,7 @@ def check_config(where, cm, values, defaults):
     want = (values.get("auth") or {}).get("issuers", (defaults.get("auth") or {}).get("issuers")) or []
     got = (cfg.get("auth") or {}).get("issuers") or []
     if len(got) != len(want):
-        fail(where, f"signet.toml has {len(got)} issuers, the values {len(want)}")
+        fail(where, f"pinfold.toml has {len(got)} issuers, the values {len(want)}")
         return
     for i, (g, w) in enumerate(zip(got, want)):
         for key, wkey in [("issuer", "issuer"), ("audience", "audience"), ("algorithms", "algorithms"),
@@ -394,7 +394,7 @@ def main():
     sets = sorted((CHART / "ci").glob("*-values.yaml"))
     names = [p.name[: -len("-values.yaml")] for p in sets]
     if sorted(names) != sorted(EXPECT):
-        fail("helm/signet/ci", f"value sets {names}, expected {sorted(EXPECT)}")
+        fail("helm/pinfold/ci", f"value sets {names}, expected {sorted(EXPECT)}")
     for p, name in zip(sets, names):
         if name not in EXPECT:
             continue
@@ -413,7 +413,7 @@ def main():
         for e in errors:
             print(f"  FAIL {e}", file=sys.stderr)
         sys.exit(1)
-    print(f"  helm/signet: lint, render and schema validation ok ({len(sets)} value sets, "
+    print(f"  helm/pinfold: lint, render and schema validation ok ({len(sets)} value sets, "
           f"{len(MUST_FAIL)} bad value sets refused; Helm SDK {helm.helm_sdk_version()})")
 
 

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The OpenAPI document is a contract: schemathesis (pinned, in a venv under
-# target/) runs every check it has against a fresh `signet serve` with real
+# target/) runs every check it has against a fresh `pinfold serve` with real
 # fixture data, and any failure of any kind fails this script.
 #
-#   scripts/contract-check.sh            # SIGNET_BIN defaults to target/debug/signet
+#   scripts/contract-check.sh            # PINFOLD_BIN defaults to target/debug/pinfold
 #   MAX_EXAMPLES=50 scripts/contract-check.sh
 #
 # Fixtures: tenant `dev` with an approved version of io.github.acme/files
@@ -14,19 +14,19 @@
 # so the operations are exercised past the 404 of an unknown id.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-SIGNET_BIN=${SIGNET_BIN:-target/debug/signet}
+PINFOLD_BIN=${PINFOLD_BIN:-target/debug/pinfold}
 # One token sends every case: the rate limits (per caller) are not what is
 # checked here, and would turn the run's tail into 429s.
-export SIGNET_RATE_LIMITS__ENABLED=false
-UPSTREAM_BIN=${UPSTREAM_BIN:-target/debug/signet-example-upstream}
+export PINFOLD_RATE_LIMITS__ENABLED=false
+UPSTREAM_BIN=${UPSTREAM_BIN:-target/debug/pinfold-example-upstream}
 VENV=target/contract-venv
 MAX_EXAMPLES=${MAX_EXAMPLES:-25}
 fail() { echo "contract check FAILED: $*" >&2; exit 1; }
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 wait_http() { for _ in $(seq 1 150); do curl -fs "$1" >/dev/null 2>&1 && return 0; sleep 0.1; done; return 1; }
 
-[ -x "$SIGNET_BIN" ] || cargo build --quiet --locked --bin signet
-[ -x "$UPSTREAM_BIN" ] || cargo build --quiet --locked -p signet-example-upstream
+[ -x "$PINFOLD_BIN" ] || cargo build --quiet --locked --bin pinfold
+[ -x "$UPSTREAM_BIN" ] || cargo build --quiet --locked -p pinfold-example-upstream
 if [ ! -x "$VENV/bin/schemathesis" ] || ! "$VENV/bin/schemathesis" --version | grep -q '4.32.5' \
     || [ ! -x "$VENV/bin/openapi-python-client" ] || ! "$VENV/bin/openapi-python-client" --version | grep -q '0.29.1'; then
     python3 -m venv "$VENV" || fail "cannot create a venv in $VENV"
@@ -46,15 +46,15 @@ cleanup() {
 trap cleanup EXIT
 
 PORT=$(free_port)
-"$SIGNET_BIN" serve --data-dir "$work/data" --listen "127.0.0.1:$PORT" >"$work/out.txt" 2>"$work/err.txt" &
+"$PINFOLD_BIN" serve --data-dir "$work/data" --listen "127.0.0.1:$PORT" >"$work/out.txt" 2>"$work/err.txt" &
 pids+=($!)
-wait_http "http://127.0.0.1:$PORT/healthz" || { cat "$work/err.txt" >&2; fail "signet did not start"; }
-SIGNET_TOKEN=$(sed -n 's/.*export SIGNET_TOKEN=\([^ ]*\).*/\1/p' "$work/out.txt")
-SIGNET_PLATFORM_TOKEN=$(sed -n 's/.*export SIGNET_PLATFORM_TOKEN=\([^ ]*\).*/\1/p' "$work/out.txt")
-[ -n "$SIGNET_TOKEN" ] || fail "serve printed no token"
-REVIEWER=$("$SIGNET_BIN" token --data-dir "$work/data" --sub rita --tenant dev --roles reviewer --ttl 2h)
+wait_http "http://127.0.0.1:$PORT/healthz" || { cat "$work/err.txt" >&2; fail "pinfold did not start"; }
+PINFOLD_TOKEN=$(sed -n 's/.*export PINFOLD_TOKEN=\([^ ]*\).*/\1/p' "$work/out.txt")
+PINFOLD_PLATFORM_TOKEN=$(sed -n 's/.*export PINFOLD_PLATFORM_TOKEN=\([^ ]*\).*/\1/p' "$work/out.txt")
+[ -n "$PINFOLD_TOKEN" ] || fail "serve printed no token"
+REVIEWER=$("$PINFOLD_BIN" token --data-dir "$work/data" --sub rita --tenant dev --roles reviewer --ttl 2h)
 T="http://127.0.0.1:$PORT/v1/tenants/dev"
-auth=(-H "Authorization: Bearer $SIGNET_TOKEN")
+auth=(-H "Authorization: Bearer $PINFOLD_TOKEN")
 json=(-H 'Content-Type: application/json')
 field() { python3 -c "import json,sys; d=json.load(sys.stdin); print(d[sys.argv[1]])" "$1"; }
 
@@ -76,8 +76,8 @@ node examples/oidc-provider/server.mjs --port "$OP_PORT" --redirect http://127.0
 pids+=($!)
 wait_http "http://127.0.0.1:$OP_PORT/.well-known/openid-configuration" || { cat "$work/op.txt" >&2; fail "the OpenID provider did not start"; }
 code=$(curl -sS -o "$work/provider.json" -w '%{http_code}' -X PUT "$T/providers/notes" "${auth[@]}" "${json[@]}" -d "{
-    \"issuer\": \"http://127.0.0.1:$OP_PORT\", \"client_id\": \"signet\",
-    \"client_secret\": \"signet-test-client-secret-0123456789\",
+    \"issuer\": \"http://127.0.0.1:$OP_PORT\", \"client_id\": \"pinfold\",
+    \"client_secret\": \"pinfold-test-client-secret-0123456789\",
     \"redirect_uris\": [\"http://127.0.0.1:9/callback\"],
     \"hierarchy\": {\"files:write\": [\"files:read\"]},
     \"resources\": {\"io.github.acme/files\": \"https://files.example/mcp\"}}")
@@ -96,7 +96,7 @@ open_session() {
 }
 SESSION_ID=$(open_session) || fail "session"
 
-SIGNET_REVIEWER_TOKEN=$REVIEWER
+PINFOLD_REVIEWER_TOKEN=$REVIEWER
 
 # A client generated from the committed document (not the served one: that is
 # what users generate from) drives publish -> review -> read -> verify. The
@@ -105,17 +105,17 @@ SIGNET_REVIEWER_TOKEN=$REVIEWER
 rm -rf target/generated-client
 "$VENV/bin/openapi-python-client" generate --path openapi/openapi.json --meta none \
     --config scripts/contract/client-config.yaml \
-    --output-path target/generated-client/signet_client >"$work/gen.txt" 2>&1 \
+    --output-path target/generated-client/pinfold_client >"$work/gen.txt" 2>&1 \
     || { cat "$work/gen.txt" >&2; fail "openapi-python-client could not generate a client"; }
 unexpected=$(grep -E '^WARNING' "$work/gen.txt" | grep -v '^WARNING parsing GET /v1/tenants/{tenant}/servers/{server}/versions/{version}/attestation within registry' || true)
 [ "$(grep -c 'Cannot parse response' "$work/gen.txt")" = "$(grep -c 'Unsupported content_type application/jwt' "$work/gen.txt")" ] \
     || unexpected="$unexpected (a response other than application/jwt was skipped)"
 [ -z "$unexpected" ] || { cat "$work/gen.txt" >&2; fail "the generator skipped parts of the document: $unexpected"; }
-SIGNET_URL="http://127.0.0.1:$PORT" SIGNET_TOKEN=$SIGNET_TOKEN SIGNET_REVIEWER_TOKEN=$REVIEWER \
+PINFOLD_URL="http://127.0.0.1:$PORT" PINFOLD_TOKEN=$PINFOLD_TOKEN PINFOLD_REVIEWER_TOKEN=$REVIEWER \
     "$VENV/bin/python" scripts/contract/client_test.py target/generated-client examples/files-1.0.0.json \
     || fail "the generated client could not drive publish -> review -> read -> verify"
 
-export SIGNET_TOKEN SIGNET_PLATFORM_TOKEN SIGNET_REVIEWER_TOKEN GRANT_ID SESSION_ID
+export PINFOLD_TOKEN PINFOLD_PLATFORM_TOKEN PINFOLD_REVIEWER_TOKEN GRANT_ID SESSION_ID
 echo "fixtures: version io.github.acme/files 1.0.0 (approved), provider notes, grant $GRANT_ID, session $SESSION_ID" >&2
 
 set +e

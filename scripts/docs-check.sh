@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
 # Renders the Swagger UI at /docs in headless Chromium and checks that
 #  1. the API is listed (the rendered DOM names our operations), and
-#  2. the page made no request to any host but the Signet server itself
+#  2. the page made no request to any host but the Pinfold server itself
 #     (Chromium's network log is scanned for every URL it touched).
 # Leaves a screenshot in target/docs-check/docs.png.
 #
-#   scripts/docs-check.sh            # builds/starts signet itself
-#   SIGNET_BIN=target/release/signet scripts/docs-check.sh
+#   scripts/docs-check.sh            # builds/starts pinfold itself
+#   PINFOLD_BIN=target/release/pinfold scripts/docs-check.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-SIGNET_BIN=${SIGNET_BIN:-target/debug/signet}
+PINFOLD_BIN=${PINFOLD_BIN:-target/debug/pinfold}
 PORT=${PORT:-$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')}
 BASE="http://127.0.0.1:$PORT"
 out=target/docs-check
@@ -22,12 +22,12 @@ if [ -z "$CHROMIUM" ]; then
     DEBIAN_FRONTEND=noninteractive apt-get install -y chromium >/dev/null
     CHROMIUM=$(command -v chromium)
 fi
-[ -x "$SIGNET_BIN" ] || cargo build --locked --bin signet >&2
+[ -x "$PINFOLD_BIN" ] || cargo build --locked --bin pinfold >&2
 
 data=$(mktemp -d)
 cleanup() { [ -n "${pid:-}" ] && kill "$pid" 2>/dev/null; wait 2>/dev/null; rm -rf "$data"; }
 trap cleanup EXIT
-"$SIGNET_BIN" serve --data-dir "$data" --listen "127.0.0.1:$PORT" >"$data/out.txt" 2>"$data/err.txt" &
+"$PINFOLD_BIN" serve --data-dir "$data" --listen "127.0.0.1:$PORT" >"$data/out.txt" 2>"$data/err.txt" &
 pid=$!
 for _ in $(seq 1 100); do curl -fs "$BASE/healthz" >/dev/null 2>&1 && break; sleep 0.1; done
 

@@ -1,37 +1,37 @@
 #!/usr/bin/env bash
-# Runs the steps of docs/REGISTRY.md against a fresh Signet, as a new user
+# Runs the steps of docs/REGISTRY.md against a fresh Pinfold, as a new user
 # would, and checks each answer. Also verifies the attestation with a stock
 # JWT library (PyJWT), installed into a throwaway virtualenv.
 #
-#   scripts/registry-walkthrough.sh      # SIGNET_BIN defaults to target/debug/signet
+#   scripts/registry-walkthrough.sh      # PINFOLD_BIN defaults to target/debug/pinfold
 set -euo pipefail
 cd "$(dirname "$0")/.."
-SIGNET_BIN=${SIGNET_BIN:-target/debug/signet}
+PINFOLD_BIN=${PINFOLD_BIN:-target/debug/pinfold}
 # A free port unless one is given.
 PORT=${PORT:-$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')}
-[ -x "$SIGNET_BIN" ] || cargo build --locked --bin signet >&2
-signet() { "$SIGNET_BIN" "$@"; }
+[ -x "$PINFOLD_BIN" ] || cargo build --locked --bin pinfold >&2
+pinfold() { "$PINFOLD_BIN" "$@"; }
 fail() { echo "walkthrough FAILED: $*" >&2; exit 1; }
 
 work=$(mktemp -d)
 cleanup() { [ -n "${pid:-}" ] && kill "$pid" 2>/dev/null; wait 2>/dev/null; rm -rf "$work"; }
 trap cleanup EXIT
 # Start the binary itself (not through the shell function) so $! is its pid.
-"$SIGNET_BIN" serve --data-dir "$work/data" --listen "127.0.0.1:$PORT" >"$work/out.txt" 2>"$work/err.txt" &
+"$PINFOLD_BIN" serve --data-dir "$work/data" --listen "127.0.0.1:$PORT" >"$work/out.txt" 2>"$work/err.txt" &
 pid=$!
 for _ in $(seq 1 150); do curl -fs "http://127.0.0.1:$PORT/healthz" >/dev/null 2>&1 && break; sleep 0.1; done
 
-SIGNET_TOKEN=$(sed -n 's/.*export SIGNET_TOKEN=\([^ ]*\).*/\1/p' "$work/out.txt")
-[ -n "$SIGNET_TOKEN" ] || { cat "$work/err.txt" >&2; fail "serve printed no token"; }
-REVIEWER=$(signet token --data-dir "$work/data" --sub rita --tenant dev --roles reviewer)
+PINFOLD_TOKEN=$(sed -n 's/.*export PINFOLD_TOKEN=\([^ ]*\).*/\1/p' "$work/out.txt")
+[ -n "$PINFOLD_TOKEN" ] || { cat "$work/err.txt" >&2; fail "serve printed no token"; }
+REVIEWER=$(pinfold token --data-dir "$work/data" --sub rita --tenant dev --roles reviewer)
 S="http://127.0.0.1:$PORT/v1/tenants/dev/servers/io.github.acme%2Ffiles"
-auth=(-H "Authorization: Bearer $SIGNET_TOKEN")
+auth=(-H "Authorization: Bearer $PINFOLD_TOKEN")
 json=(-H 'Content-Type: application/json')
 
 # 1. offline
-digest=$(signet signature digest examples/files-1.0.0.json | python3 -c 'import json,sys; print(json.load(sys.stdin)["digest"])')
-signet signature reduce examples/files-1.0.0.json >/dev/null
-if signet signature verify examples/files-1.0.0.json examples/files-observed-drifted.json --mode strict >/dev/null; then
+digest=$(pinfold signature digest examples/files-1.0.0.json | python3 -c 'import json,sys; print(json.load(sys.stdin)["digest"])')
+pinfold signature reduce examples/files-1.0.0.json >/dev/null
+if pinfold signature verify examples/files-1.0.0.json examples/files-observed-drifted.json --mode strict >/dev/null; then
     fail "verify of a drifted observation must exit 1"
 fi
 
@@ -75,7 +75,7 @@ python3 -m venv "$work/venv" >/dev/null
     || fail "PyJWT did not verify the attestation"
 
 # 8. the subregistry (the official /v0.1 read API), as a reader
-READER=$(signet token --data-dir "$work/data" --sub rob --tenant dev --roles reader)
+READER=$(pinfold token --data-dir "$work/data" --sub rob --tenant dev --roles reader)
 R="http://127.0.0.1:$PORT/t/dev/v0.1"
 curl -sS "$R/servers?limit=30" -H "Authorization: Bearer $READER" >"$work/list.json"
 python3 - "$work/list.json" "$digest" <<'PY' || fail "subregistry list"
@@ -87,7 +87,7 @@ entry = body["servers"][0]
 assert "signature" not in entry["server"]
 assert entry["_meta"]["io.modelcontextprotocol.registry/official"]["status"] == "active"
 assert entry["_meta"]["io.modelcontextprotocol.registry/official"]["isLatest"] is True
-assert entry["_meta"]["io.github.signet-dev/signet"]["digest"] == sys.argv[2]
+assert entry["_meta"]["io.github.pinfold/pinfold"]["digest"] == sys.argv[2]
 assert body["metadata"] == {"count": 1}, body["metadata"]
 PY
 version=$(curl -sS "$R/servers/io.github.acme%2Ffiles/versions/latest" -H "Authorization: Bearer $READER" \

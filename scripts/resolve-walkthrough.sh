@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs the steps of docs/RESOLVE.md against a fresh Signet and checks each
+# Runs the steps of docs/RESOLVE.md against a fresh Pinfold and checks each
 # answer, with three real upstream MCP servers:
 #
 #   rust        examples/upstream (the official Rust SDK, rmcp)
@@ -8,15 +8,15 @@
 #   ts-ext      examples/ts-upstream --shape extension  (the tool-resolution
 #               extension: {resultType: "complete", name, annotations})
 #
-#   scripts/resolve-walkthrough.sh     # SIGNET_BIN / UPSTREAM_BIN default to target/debug/
+#   scripts/resolve-walkthrough.sh     # PINFOLD_BIN / UPSTREAM_BIN default to target/debug/
 # Needs curl, python3, node (>= 20) and npm.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-SIGNET_BIN=${SIGNET_BIN:-target/debug/signet}
-UPSTREAM_BIN=${UPSTREAM_BIN:-target/debug/signet-example-upstream}
+PINFOLD_BIN=${PINFOLD_BIN:-target/debug/pinfold}
+UPSTREAM_BIN=${UPSTREAM_BIN:-target/debug/pinfold-example-upstream}
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-[ -x "$SIGNET_BIN" ] || cargo build --locked --bin signet >&2
-[ -x "$UPSTREAM_BIN" ] || cargo build --locked -p signet-example-upstream >&2
+[ -x "$PINFOLD_BIN" ] || cargo build --locked --bin pinfold >&2
+[ -x "$UPSTREAM_BIN" ] || cargo build --locked -p pinfold-example-upstream >&2
 fail() { echo "resolve walkthrough FAILED: $*" >&2; exit 1; }
 command -v node >/dev/null || fail "node is not installed (the TypeScript upstream needs node >= 20)"
 
@@ -31,14 +31,14 @@ trap cleanup EXIT
 wait_http() { for _ in $(seq 1 150); do curl -fs "$1" >/dev/null 2>&1 && return 0; sleep 0.1; done; return 1; }
 
 PORT=$(free_port)
-"$SIGNET_BIN" serve --data-dir "$work/data" --listen "127.0.0.1:$PORT" >"$work/out.txt" 2>"$work/err.txt" &
+"$PINFOLD_BIN" serve --data-dir "$work/data" --listen "127.0.0.1:$PORT" >"$work/out.txt" 2>"$work/err.txt" &
 pids+=($!)
-wait_http "http://127.0.0.1:$PORT/healthz" || { cat "$work/err.txt" >&2; fail "signet did not start"; }
-SIGNET_TOKEN=$(sed -n 's/.*export SIGNET_TOKEN=\([^ ]*\).*/\1/p' "$work/out.txt")
-[ -n "$SIGNET_TOKEN" ] || fail "serve printed no token"
-REVIEWER=$("$SIGNET_BIN" token --data-dir "$work/data" --sub rita --tenant dev --roles reviewer)
+wait_http "http://127.0.0.1:$PORT/healthz" || { cat "$work/err.txt" >&2; fail "pinfold did not start"; }
+PINFOLD_TOKEN=$(sed -n 's/.*export PINFOLD_TOKEN=\([^ ]*\).*/\1/p' "$work/out.txt")
+[ -n "$PINFOLD_TOKEN" ] || fail "serve printed no token"
+REVIEWER=$("$PINFOLD_BIN" token --data-dir "$work/data" --sub rita --tenant dev --roles reviewer)
 T="http://127.0.0.1:$PORT/v1/tenants/dev"
-auth=(-H "Authorization: Bearer $SIGNET_TOKEN")
+auth=(-H "Authorization: Bearer $PINFOLD_TOKEN")
 json=(-H 'Content-Type: application/json')
 field() { python3 -c "import json,sys; d=json.load(sys.stdin); print(eval('d' + sys.argv[1]))" "$1"; }
 

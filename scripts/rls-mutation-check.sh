@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Proves the row-level security tests can fail (about a minute): each mutation below weakens
 # migration 0005 in every test schema (run as the owner right after the
-# migrations, through SIGNET_TEST_SCHEMA_MUTATION), and the RLS tests
+# migrations, through PINFOLD_TEST_SCHEMA_MUTATION), and the RLS tests
 # (tests/tests/integration/rls.rs) and the cross-tenant tests must then
 # FAIL. Exits non-zero if the unmutated run fails or any mutation passes.
 #
@@ -9,15 +9,15 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-PG_URL=${1:-${SIGNET_TEST_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test}}
+PG_URL=${1:-${PINFOLD_TEST_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test}}
 FILTER=(rls::)
 
 run_tests() {
-    SIGNET_TEST_DATABASE_URL="$PG_URL" cargo test --quiet --locked -p signet-tests \
+    PINFOLD_TEST_DATABASE_URL="$PG_URL" cargo test --quiet --locked -p pinfold-tests \
         --test integration -- "${FILTER[@]}" >/tmp/rls-mutation.$$.log 2>&1
 }
 
-cargo test --quiet --locked -p signet-tests --test integration --no-run
+cargo test --quiet --locked -p pinfold-tests --test integration --no-run
 
 echo "baseline: the RLS and isolation tests pass on the schema as migrated"
 if ! run_tests; then
@@ -31,13 +31,13 @@ mutations=(
     "DROP POLICY tenant_isolation ON tenants"
     "ALTER TABLE scope_grants NO FORCE ROW LEVEL SECURITY"
     "ALTER TABLE audit_events DISABLE ROW LEVEL SECURITY"
-    "GRANT UPDATE ON versions TO signet_runtime"
+    "GRANT UPDATE ON versions TO pinfold_runtime"
     "CREATE POLICY leak ON resolve_sessions USING (true)"
     "DROP POLICY maintenance_purge_select ON scope_grant_states; CREATE POLICY maintenance_purge_select ON scope_grant_states FOR SELECT USING (current_setting('app.tenant_id', true) = 'maintenance:purge' AND expires_at < 9223372036854775807)"
 )
 survived=0
 for m in "${mutations[@]}"; do
-    if SIGNET_TEST_SCHEMA_MUTATION="$m" run_tests; then
+    if PINFOLD_TEST_SCHEMA_MUTATION="$m" run_tests; then
         echo "SURVIVED: $m (the tests still pass)"
         survived=$((survived + 1))
     else

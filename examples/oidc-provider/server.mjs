@@ -29,8 +29,8 @@ server.listen(port, '127.0.0.1', () => {
   const provider = new Provider(issuer, {
     clients: [
       {
-        client_id: 'signet',
-        client_secret: 'signet-test-client-secret-0123456789',
+        client_id: 'pinfold',
+        client_secret: 'pinfold-test-client-secret-0123456789',
         redirect_uris: [redirect],
         grant_types: ['authorization_code'],
         response_types: ['code'],
@@ -39,7 +39,7 @@ server.listen(port, '127.0.0.1', () => {
     ],
     pkce: { required: () => true },
     scopes: ['openid', 'offline_access'],
-    cookies: { keys: ['signet-test-cookie-key-not-a-secret'] },
+    cookies: { keys: ['pinfold-test-cookie-key-not-a-secret'] },
     findAccount: async (_ctx, sub) => ({
       accountId: sub,
       async claims() {

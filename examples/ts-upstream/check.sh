@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the TypeScript-SDK upstream from its lock file (npm ci) and checks
-# it over real HTTP with curl, in every mode Signet's resolve is driven
+# it over real HTTP with curl, in every mode Pinfold's resolve is driven
 # against:
 #
 #   seed       {tool: Tool}; `resolve: true` marker; capabilities.tools.resolve

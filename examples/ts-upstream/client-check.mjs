@@ -29,7 +29,7 @@ const ExtensionResult = z.object({
 });
 
 const client = new Client(
-  { name: "signet-ts-upstream-check", version: "0.1.0" },
+  { name: "pinfold-ts-upstream-check", version: "0.1.0" },
   { capabilities: shape === "extension" ? { extensions: { [EXTENSION]: {} } } : {} },
 );
 await client.connect(new StreamableHTTPClientTransport(new URL(url)));

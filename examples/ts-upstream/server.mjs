@@ -164,7 +164,7 @@ function resolveTool(server, params) {
   }
   const result = { resultType: "complete", name, annotations };
   if (opts["result-meta"]) {
-    result._meta = { "dev.signet.example/action": String(args.action) };
+    result._meta = { "dev.pinfold.example/action": String(args.action) };
   }
   return result;
 }
@@ -175,7 +175,7 @@ function newMcpServer() {
     ? { tools: { listChanged: false }, extensions: { [EXTENSION]: {} } }
     : { tools: { listChanged: false, resolve: true } };
   const server = new Server(
-    { name: `signet-ts-upstream-${opts.shape}`, version: "0.1.0" },
+    { name: `pinfold-ts-upstream-${opts.shape}`, version: "0.1.0" },
     { capabilities },
   );
   server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: [manageFilesTool()] }));
@@ -315,7 +315,7 @@ http.listen(port, opts.host, () => {
   // The first line of stdout is the port alone, for scripts.
   process.stdout.write(`${http.address().port}\n`);
   console.error(
-    `signet-ts-upstream (${opts.shape} shape${opts.stateless ? ", stateless" : ""}) on http://${opts.host}:${http.address().port}/mcp`,
+    `pinfold-ts-upstream (${opts.shape} shape${opts.stateless ? ", stateless" : ""}) on http://${opts.host}:${http.address().port}/mcp`,
   );
 });
 

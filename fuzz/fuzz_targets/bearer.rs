@@ -1,5 +1,5 @@
-//! The bearer-token pre-parser (`signet-http`'s `bearer` module, built here
-//! from its source file alone: it depends on nothing of signet-http).
+//! The bearer-token pre-parser (`pinfold-http`'s `bearer` module, built here
+//! from its source file alone: it depends on nothing of pinfold-http).
 //!
 //! For any header bytes: a `Bearer` answer means the header starts with the
 //! scheme (any case) followed by a space or nothing, and the token is the

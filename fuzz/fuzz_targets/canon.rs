@@ -6,8 +6,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use signet_core::digest::{canonical_bytes, canonical_eq, digest, digest_bytes, is_digest};
-use signet_core::json::{DEFAULT_MAX_DEPTH, parse_strict};
+use pinfold_core::digest::{canonical_bytes, canonical_eq, digest, digest_bytes, is_digest};
+use pinfold_core::json::{DEFAULT_MAX_DEPTH, parse_strict};
 
 fuzz_target!(|data: &[u8]| {
     let Ok(value) = parse_strict(data, DEFAULT_MAX_DEPTH) else {

@@ -10,10 +10,10 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
+use pinfold_core::card::{Limits, ServerCard};
+use pinfold_core::digest::{canonical_bytes, digest_bytes};
+use pinfold_core::json::{JsonErrorKind, parse_strict};
 use serde_json::Value;
-use signet_core::card::{Limits, ServerCard};
-use signet_core::digest::{canonical_bytes, digest_bytes};
-use signet_core::json::{JsonErrorKind, parse_strict};
 
 const MAX_DEPTH: usize = 16;
 

@@ -1,6 +1,6 @@
-//! Argument-key canonicalisation of the resolve cache (`signet-resolve`'s
+//! Argument-key canonicalisation of the resolve cache (`pinfold-resolve`'s
 //! `key` module, built here from its source file alone: it depends only on
-//! signet-core and sha2).
+//! pinfold-core and sha2).
 //!
 //! The input is split into tenant, session, tool and a JSON document of
 //! arguments. Properties: the key is injective in (tenant, session, tool)
@@ -15,9 +15,9 @@ pub mod key;
 
 use key::{CacheKey, session_prefix};
 use libfuzzer_sys::fuzz_target;
+use pinfold_core::digest::canonical_bytes;
+use pinfold_core::json::parse_strict;
 use serde_json::{Map, Value};
-use signet_core::digest::canonical_bytes;
-use signet_core::json::parse_strict;
 
 /// The members of every object in reverse order (same value, other spelling).
 fn reversed(v: &Value) -> Value {

@@ -1,7 +1,7 @@
-//! The upstream resolve-result parser: what `signet-resolve` does with the
+//! The upstream resolve-result parser: what `pinfold-resolve` does with the
 //! raw result of `tools/resolve` or `tools/annotations` (its `prepared`
 //! module, built here from its source file alone: it depends only on
-//! signet-core and jsonschema), over `signet_core::contain`.
+//! pinfold-core and jsonschema), over `pinfold_core::contain`.
 //!
 //! The input's first byte picks a declared tool of the reference card
 //! (`examples/manage-files-1.0.0.json`), the rest is the upstream's result.
@@ -19,10 +19,10 @@ pub mod prepared;
 use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
+use pinfold_core::card::Limits;
+use pinfold_core::contain::Observation;
 use prepared::PreparedSignature;
 use serde_json::{Value, json};
-use signet_core::card::Limits;
-use signet_core::contain::Observation;
 
 const CARD: &str = include_str!("../../examples/manage-files-1.0.0.json");
 const TOOLS: [&str; 4] = [

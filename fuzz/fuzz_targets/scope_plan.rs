@@ -1,4 +1,4 @@
-//! The least-privilege scope planner (`signet_core::scope::plan`).
+//! The least-privilege scope planner (`pinfold_core::scope::plan`).
 //!
 //! The input bytes drive a small instance: a hierarchy over a fixed
 //! alphabet of scope tokens (covers and co-request edges), provider
@@ -17,8 +17,8 @@
 use std::collections::BTreeSet;
 
 use libfuzzer_sys::fuzz_target;
-use signet_core::card::SecurityScheme;
-use signet_core::scope::{
+use pinfold_core::card::SecurityScheme;
+use pinfold_core::scope::{
     Hierarchy, HierarchySpec, PlanCall, PlanOptions, Strategy, declared_schemes, plan_with,
 };
 

@@ -1,8 +1,8 @@
-"""Drive Signet through a client generated from openapi/openapi.json.
+"""Drive Pinfold through a client generated from openapi/openapi.json.
 
 The generated package (openapi-python-client) is imported from the directory
 given as the first argument; the server's base URL and tokens come from the
-environment (SIGNET_URL, SIGNET_TOKEN, SIGNET_REVIEWER_TOKEN). Every call
+environment (PINFOLD_URL, PINFOLD_TOKEN, PINFOLD_REVIEWER_TOKEN). Every call
 goes through the generated operation functions and models, with
 `raise_on_unexpected_status=True`, so a status the document does not list,
 or a body its schema cannot parse, fails the run.
@@ -20,8 +20,8 @@ from http import HTTPStatus
 sys.path.insert(0, sys.argv[1])
 card_path = sys.argv[2]
 
-from signet_client import AuthenticatedClient  # noqa: E402
-from signet_client.api.registry import (  # noqa: E402
+from pinfold_client import AuthenticatedClient  # noqa: E402
+from pinfold_client.api.registry import (  # noqa: E402
     get_card,
     get_version,
     list_servers,
@@ -29,17 +29,17 @@ from signet_client.api.registry import (  # noqa: E402
     review_version,
     verify_version,
 )
-from signet_client.models import (  # noqa: E402
+from pinfold_client.models import (  # noqa: E402
     ProblemBody,
     PublishVersionBody,
     ReviewBody,
     VerifyBody,
     VersionRecord,
 )
-from signet_client.models.decision import Decision  # noqa: E402
+from pinfold_client.models.decision import Decision  # noqa: E402
 
-BASE = os.environ["SIGNET_URL"]
-TENANT = os.environ.get("SIGNET_TENANT", "dev")
+BASE = os.environ["PINFOLD_URL"]
+TENANT = os.environ.get("PINFOLD_TENANT", "dev")
 SERVER = "io.github.acme/generated-client"
 VERSION = "1.0.0"
 
@@ -56,8 +56,8 @@ def client(token):
     return AuthenticatedClient(base_url=BASE, token=token, raise_on_unexpected_status=True)
 
 
-publisher = client(os.environ["SIGNET_TOKEN"])
-reviewer = client(os.environ["SIGNET_REVIEWER_TOKEN"])
+publisher = client(os.environ["PINFOLD_TOKEN"])
+reviewer = client(os.environ["PINFOLD_REVIEWER_TOKEN"])
 
 with open(card_path) as f:
     card = json.load(f)

@@ -1,4 +1,4 @@
-// Drives Signet's Swagger UI (/docs) in headless Chromium through a full
+// Drives Pinfold's Swagger UI (/docs) in headless Chromium through a full
 // publish -> review -> fetch round trip, the way a person would: Authorize,
 // expand the operation, "Try it out", fill the parameters and the body,
 // "Execute", and read the response the UI renders.
@@ -8,19 +8,19 @@
 //      separation of duties); review_version approve  -> UI shows 200, "approved"
 //   3. get_version with version `latest`               -> UI shows 200 and the digest
 //
-// Every request the page makes must go to the Signet origin (the UI is served
+// Every request the page makes must go to the Pinfold origin (the UI is served
 // offline). Screenshots of each step land in target/swagger-roundtrip/.
 // Exits non-zero with a message on the first failure.
 //
 // Environment:
-//   SIGNET_URL              base URL of a running Signet (required)
-//   SIGNET_PUBLISHER_TOKEN  JWT with the publisher role in SIGNET_TENANT (required)
-//   SIGNET_REVIEWER_TOKEN   JWT with the reviewer role, another sub (required)
-//   SIGNET_TENANT           tenant id (default: dev)
+//   PINFOLD_URL              base URL of a running Pinfold (required)
+//   PINFOLD_PUBLISHER_TOKEN  JWT with the publisher role in PINFOLD_TENANT (required)
+//   PINFOLD_REVIEWER_TOKEN   JWT with the reviewer role, another sub (required)
+//   PINFOLD_TENANT           tenant id (default: dev)
 //   CHROMIUM                browser binary (default: /usr/bin/chromium)
 //   SWAGGER_RT_OUT          screenshot directory (default: <repo>/target/swagger-roundtrip)
 //
-// Normally run through scripts/swagger-roundtrip.sh, which starts Signet.
+// Normally run through scripts/swagger-roundtrip.sh, which starts Pinfold.
 
 import { chromium } from 'playwright-core';
 import { mkdirSync, rmSync } from 'node:fs';
@@ -30,10 +30,10 @@ import { fileURLToPath } from 'node:url';
 const here = path.dirname(fileURLToPath(import.meta.url));
 const repoRoot = path.resolve(here, '..', '..');
 
-const BASE = (process.env.SIGNET_URL || '').replace(/\/+$/, '');
-const PUBLISHER = process.env.SIGNET_PUBLISHER_TOKEN || '';
-const REVIEWER = process.env.SIGNET_REVIEWER_TOKEN || '';
-const TENANT = process.env.SIGNET_TENANT || 'dev';
+const BASE = (process.env.PINFOLD_URL || '').replace(/\/+$/, '');
+const PUBLISHER = process.env.PINFOLD_PUBLISHER_TOKEN || '';
+const REVIEWER = process.env.PINFOLD_REVIEWER_TOKEN || '';
+const TENANT = process.env.PINFOLD_TENANT || 'dev';
 const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
 const OUT = process.env.SWAGGER_RT_OUT || path.join(repoRoot, 'target', 'swagger-roundtrip');
 
@@ -70,12 +70,12 @@ function jwtSub(token) {
 }
 
 function preflight() {
-  if (!BASE) fail('SIGNET_URL is not set (e.g. http://127.0.0.1:8080)');
-  if (!PUBLISHER) fail('SIGNET_PUBLISHER_TOKEN is not set');
-  if (!REVIEWER) fail('SIGNET_REVIEWER_TOKEN is not set');
+  if (!BASE) fail('PINFOLD_URL is not set (e.g. http://127.0.0.1:8080)');
+  if (!PUBLISHER) fail('PINFOLD_PUBLISHER_TOKEN is not set');
+  if (!REVIEWER) fail('PINFOLD_REVIEWER_TOKEN is not set');
   const ps = jwtSub(PUBLISHER);
   const rs = jwtSub(REVIEWER);
-  if (!ps || !rs) fail('SIGNET_PUBLISHER_TOKEN / SIGNET_REVIEWER_TOKEN are not JWTs with a sub claim');
+  if (!ps || !rs) fail('PINFOLD_PUBLISHER_TOKEN / PINFOLD_REVIEWER_TOKEN are not JWTs with a sub claim');
   if (ps === rs) {
     fail(`publisher and reviewer tokens share sub "${ps}"; the review would be refused (separation_of_duties)`);
   }

@@ -1,7 +1,7 @@
-//! signet-tests: the harness behind the integration suite.
+//! pinfold-tests: the harness behind the integration suite.
 //!
 //! Every test gets its own [`TestApp`]: a fresh database (a temporary SQLite
-//! file, or a fresh PostgreSQL schema when `SIGNET_TEST_DATABASE_URL` is
+//! file, or a fresh PostgreSQL schema when `PINFOLD_TEST_DATABASE_URL` is
 //! set), the real application router, and a fresh tenant. Tokens are minted
 //! by a test issuer whose keys only this process knows.
 
@@ -15,16 +15,16 @@ use axum::http::{Request, StatusCode};
 use base64::Engine as _;
 use http_body_util::BodyExt as _;
 use jsonwebtoken::{Algorithm, DecodingKey};
+use pinfold_core::ids::TenantId;
+use pinfold_http::Authenticator;
+use pinfold_http::auth::{ClaimMapping, IssuerConfig, KeySource};
+use pinfold_http::ratelimit::{Clock, RateLimiter};
+use pinfold_server::app::{self, AppContext};
+use pinfold_server::config::Config;
+use pinfold_server::metrics::Metrics;
+use pinfold_server::services::Service;
+use pinfold_server::store::Store;
 use serde_json::{Value, json};
-use signet_core::ids::TenantId;
-use signet_http::Authenticator;
-use signet_http::auth::{ClaimMapping, IssuerConfig, KeySource};
-use signet_http::ratelimit::{Clock, RateLimiter};
-use signet_server::app::{self, AppContext};
-use signet_server::config::Config;
-use signet_server::metrics::Metrics;
-use signet_server::services::Service;
-use signet_server::store::Store;
 use tower::ServiceExt as _;
 
 pub mod pgcluster;
@@ -32,7 +32,7 @@ pub mod pgcluster;
 /// Issuer of the test tokens.
 pub const ISSUER: &str = "https://issuer.test";
 /// Audience of the test tokens.
-pub const AUDIENCE: &str = "signet-test";
+pub const AUDIENCE: &str = "pinfold-test";
 /// Issuer of HS256 test tokens.
 pub const HS_ISSUER: &str = "https://hs.issuer.test";
 /// The HS256 issuer's shared secret.
@@ -136,9 +136,9 @@ pub enum Backend {
     Postgres(String),
 }
 
-/// `SIGNET_TEST_DATABASE_URL` (PostgreSQL) or SQLite.
+/// `PINFOLD_TEST_DATABASE_URL` (PostgreSQL) or SQLite.
 pub fn backend() -> Backend {
-    match std::env::var("SIGNET_TEST_DATABASE_URL") {
+    match std::env::var("PINFOLD_TEST_DATABASE_URL") {
         Ok(u) if !u.trim().is_empty() => Backend::Postgres(u),
         _ => Backend::Sqlite,
     }
@@ -147,7 +147,7 @@ pub fn backend() -> Backend {
 /// A fresh, empty database: its URL and the guard keeping it alive.
 pub struct FreshDb {
     /// URL for `database_url`. On PostgreSQL, the runtime login role
-    /// [`RUNTIME_ROLE`] (a member of `signet_runtime`: no superuser, no
+    /// [`RUNTIME_ROLE`] (a member of `pinfold_runtime`: no superuser, no
     /// `BYPASSRLS`, owns nothing), so the whole suite runs under row-level
     /// security.
     pub url: String,
@@ -162,15 +162,15 @@ pub struct FreshDb {
 pub async fn fresh_db() -> FreshDb {
     let dir = tempfile::tempdir().expect("tempdir");
     let url = match backend() {
-        Backend::Sqlite => format!("sqlite://{}", dir.path().join("signet.db").display()),
+        Backend::Sqlite => format!("sqlite://{}", dir.path().join("pinfold.db").display()),
         Backend::Postgres(base) => {
             let pool = sqlx::PgPool::connect(&base)
                 .await
-                .unwrap_or_else(|e| panic!("SIGNET_TEST_DATABASE_URL: cannot connect: {e}"));
+                .unwrap_or_else(|e| panic!("PINFOLD_TEST_DATABASE_URL: cannot connect: {e}"));
             let stamp = now();
             // Sweep schemas left by runs more than two hours old.
             let old: Vec<String> = sqlx::query_scalar(
-                "SELECT nspname::text FROM pg_namespace WHERE nspname LIKE 'signet_t_%'",
+                "SELECT nspname::text FROM pg_namespace WHERE nspname LIKE 'pinfold_t_%'",
             )
             .fetch_all(&pool)
             .await
@@ -189,7 +189,7 @@ pub async fn fresh_db() -> FreshDb {
                     .await;
                 }
             }
-            let schema = format!("signet_t_{stamp}_{}", uuid::Uuid::new_v4().simple());
+            let schema = format!("pinfold_t_{stamp}_{}", uuid::Uuid::new_v4().simple());
             sqlx::query(sqlx::AssertSqlSafe(format!("CREATE SCHEMA {schema}")))
                 .execute(&pool)
                 .await
@@ -213,7 +213,7 @@ pub async fn fresh_db() -> FreshDb {
     }
 }
 
-/// `SIGNET_TEST_SCHEMA_MUTATION`: one SQL statement run as the owner on
+/// `PINFOLD_TEST_SCHEMA_MUTATION`: one SQL statement run as the owner on
 /// each PostgreSQL test schema right after its migrations. Only
 /// `scripts/rls-mutation-check.sh` sets it, to weaken the row-level
 /// security of migration 0005 (drop a policy, disable FORCE) and prove
@@ -221,7 +221,7 @@ pub async fn fresh_db() -> FreshDb {
 async fn mutate_schema(db: &FreshDb) {
     let (Some(owner), Ok(sql)) = (
         db.owner_url.as_deref(),
-        std::env::var("SIGNET_TEST_SCHEMA_MUTATION"),
+        std::env::var("PINFOLD_TEST_SCHEMA_MUTATION"),
     ) else {
         return;
     };
@@ -231,14 +231,14 @@ async fn mutate_schema(db: &FreshDb) {
     sqlx::raw_sql(sqlx::AssertSqlSafe(sql))
         .execute(&pool)
         .await
-        .expect("SIGNET_TEST_SCHEMA_MUTATION");
+        .expect("PINFOLD_TEST_SCHEMA_MUTATION");
     pool.close().await;
 }
 
 /// The login role the suite serves PostgreSQL as (see [`FreshDb::url`]).
-pub const RUNTIME_ROLE: &str = "signet_test_runtime";
+pub const RUNTIME_ROLE: &str = "pinfold_test_runtime";
 
-/// Creates `signet_runtime` (as migration 0005 would) and the login role
+/// Creates `pinfold_runtime` (as migration 0006 would) and the login role
 /// [`RUNTIME_ROLE`] in it, once per database cluster. Test processes run in
 /// parallel: an advisory lock serialises them, and what exists is kept.
 async fn ensure_runtime_role(pool: &sqlx::PgPool) {
@@ -253,15 +253,15 @@ async fn ensure_runtime_role(pool: &sqlx::PgPool) {
         let setup = sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
             "DO $$
              BEGIN
-                 IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'signet_runtime') THEN
-                     CREATE ROLE signet_runtime NOLOGIN NOSUPERUSER NOBYPASSRLS NOCREATEDB NOCREATEROLE;
+                 IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'pinfold_runtime') THEN
+                     CREATE ROLE pinfold_runtime NOLOGIN NOSUPERUSER NOBYPASSRLS NOCREATEDB NOCREATEROLE;
                  END IF;
                  IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '{RUNTIME_ROLE}') THEN
                      CREATE ROLE {RUNTIME_ROLE} LOGIN NOSUPERUSER NOBYPASSRLS NOCREATEDB NOCREATEROLE
                          PASSWORD '{RUNTIME_ROLE}';
                  END IF;
-                 IF NOT pg_has_role('{RUNTIME_ROLE}', 'signet_runtime', 'MEMBER') THEN
-                     GRANT signet_runtime TO {RUNTIME_ROLE};
+                 IF NOT pg_has_role('{RUNTIME_ROLE}', 'pinfold_runtime', 'MEMBER') THEN
+                     GRANT pinfold_runtime TO {RUNTIME_ROLE};
                  END IF;
              END
              $$"
@@ -278,7 +278,7 @@ async fn ensure_runtime_role(pool: &sqlx::PgPool) {
 
 /// `owner_url` with [`RUNTIME_ROLE`] (and its test password) as the user.
 fn as_runtime_role(owner_url: &str) -> String {
-    let mut u = url::Url::parse(owner_url).expect("SIGNET_TEST_DATABASE_URL is a URL");
+    let mut u = url::Url::parse(owner_url).expect("PINFOLD_TEST_DATABASE_URL is a URL");
     u.set_username(RUNTIME_ROLE).expect("a URL with a host");
     u.set_password(Some(RUNTIME_ROLE))
         .expect("a URL with a host");
@@ -293,7 +293,7 @@ pub fn config_for(db: &FreshDb) -> Config {
         database_owner_url: db.owner_url.clone(),
         // Off unless a test turns them on (`tests/.../limits.rs`): the
         // suite's own bursts are not what it checks.
-        rate_limits: signet_server::config::RateLimitSettings {
+        rate_limits: pinfold_server::config::RateLimitSettings {
             enabled: false,
             ..Default::default()
         },
@@ -304,7 +304,7 @@ pub fn config_for(db: &FreshDb) -> Config {
 /// One test's application.
 pub struct TestApp {
     /// The router, called in-process.
-    pub router: signet_server::fastpath::App,
+    pub router: pinfold_server::fastpath::App,
     /// The store underneath.
     pub store: Store,
     /// A fresh tenant created for this test.
@@ -368,7 +368,7 @@ impl Resp {
     }
 }
 
-/// The real application router over `store`, as `signet serve` builds it,
+/// The real application router over `store`, as `pinfold serve` builds it,
 /// serving `services` (and the operational routes).
 fn app_router(
     cfg: &Config,
@@ -377,15 +377,15 @@ fn app_router(
     key: &str,
     services: &[Service],
     rate_limiter: Option<Arc<RateLimiter>>,
-) -> signet_server::fastpath::App {
+) -> pinfold_server::fastpath::App {
     let keyring =
-        Arc::new(signet_registry::keys::Keyring::from_base64(key).expect("encryption key"));
+        Arc::new(pinfold_registry::keys::Keyring::from_base64(key).expect("encryption key"));
     let registry =
-        signet_server::registry_wiring::registry_state(store, keyring.clone(), cfg.limits.clone());
+        pinfold_server::registry_wiring::registry_state(store, keyring.clone(), cfg.limits.clone());
     let scope =
-        signet_server::scope_wiring::scope_state(store, &registry, keyring).expect("scope state");
-    let resolve = signet_server::resolve_wiring::resolve_state(store, &registry, &cfg.resolve);
-    signet_server::resolve_wiring::spawn_change_listener(store, &registry, &resolve);
+        pinfold_server::scope_wiring::scope_state(store, &registry, keyring).expect("scope state");
+    let resolve = pinfold_server::resolve_wiring::resolve_state(store, &registry, &cfg.resolve);
+    pinfold_server::resolve_wiring::spawn_change_listener(store, &registry, &resolve);
     app::build_for(
         AppContext {
             tenants: store.tenants(),
@@ -424,7 +424,7 @@ impl TestApp {
             // cluster, say): this schema's owner does not migrate that one.
             cfg.database_owner_url = None;
         }
-        let store = signet_server::serve::open_store(&cfg)
+        let store = pinfold_server::serve::open_store(&cfg)
             .await
             .expect("open store");
         mutate_schema(&db).await;
@@ -456,10 +456,10 @@ impl TestApp {
     }
 
     /// A second application ("replica") over the same database, with its own
-    /// caches, as another Signet process would be.
+    /// caches, as another Pinfold process would be.
     pub async fn replica(&self) -> TestApp {
         let cfg = config_for(&self.db);
-        let store = signet_server::serve::open_store(&cfg)
+        let store = pinfold_server::serve::open_store(&cfg)
             .await
             .expect("open store");
         let authn = Arc::new(Authenticator::new(test_issuers(), cfg.auth.leeway_secs));
@@ -487,7 +487,7 @@ impl TestApp {
     }
 
     /// This app's database, tenant and tokens behind a router serving only
-    /// `services` (and the operational routes), as `signet serve
+    /// `services` (and the operational routes), as `pinfold serve
     /// --services ...` builds it.
     pub fn serving(&self, services: &[Service]) -> TestApp {
         let cfg = config_for(&self.db);
@@ -533,7 +533,7 @@ impl TestApp {
     /// `LISTEN` to be in effect, or for notifications to arrive.
     pub fn registry_listener(
         &self,
-    ) -> Option<tokio::sync::watch::Receiver<signet_store_postgres::ListenerStatus>> {
+    ) -> Option<tokio::sync::watch::Receiver<pinfold_store_postgres::ListenerStatus>> {
         match &self.store {
             Store::Postgres(pg) => Some(pg.listener_status()),
             Store::Sqlite(_) => None,
@@ -640,7 +640,7 @@ impl TestApp {
     }
 }
 
-/// Reads a `signet serve` child's stdout up to the end of its startup
+/// Reads a `pinfold serve` child's stdout up to the end of its startup
 /// banner (the line `Press Ctrl-C to stop.`): the server is listening from
 /// then on. Panics, with what was read, if the child exits first.
 pub fn read_banner(reader: &mut impl std::io::BufRead) -> String {
@@ -648,7 +648,7 @@ pub fn read_banner(reader: &mut impl std::io::BufRead) -> String {
     loop {
         let mut line = String::new();
         let n = reader.read_line(&mut line).unwrap();
-        assert!(n > 0, "signet serve exited before listening: {banner}");
+        assert!(n > 0, "pinfold serve exited before listening: {banner}");
         banner.push_str(&line);
         if line.starts_with("Press Ctrl-C to stop.") {
             return banner;
@@ -663,7 +663,7 @@ pub fn read_banner(reader: &mut impl std::io::BufRead) -> String {
 /// such tests flaky. Returns `true` in the child (run the body there) and
 /// `false` in the parent, after asserting the child passed.
 pub fn in_own_process(name: &str) -> bool {
-    const CHILD: &str = "SIGNET_TEST_CHILD";
+    const CHILD: &str = "PINFOLD_TEST_CHILD";
     if std::env::var_os(CHILD).is_some() {
         return true;
     }
@@ -682,10 +682,10 @@ pub fn in_own_process(name: &str) -> bool {
     false
 }
 
-/// The realdata folder (`$SIGNET_REALDATA` or `../shared/realdata` from the
+/// The realdata folder (`$PINFOLD_REALDATA` or `../shared/realdata` from the
 /// workspace root), or `None` with a printed notice.
 pub fn realdata() -> Option<std::path::PathBuf> {
-    let p = std::env::var_os("SIGNET_REALDATA")
+    let p = std::env::var_os("PINFOLD_REALDATA")
         .map(std::path::PathBuf::from)
         .unwrap_or_else(|| {
             std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/realdata")

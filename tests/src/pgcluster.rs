@@ -2,13 +2,13 @@
 //! under a temporary directory, its own port on 127.0.0.1, stopped and
 //! started at will, destroyed on drop. It never touches any other cluster.
 //!
-//! The server binaries are looked up in `$SIGNET_PG_BIN`, then in
+//! The server binaries are looked up in `$PINFOLD_PG_BIN`, then in
 //! `/usr/lib/postgresql/<version>/bin` (newest first). PostgreSQL refuses
 //! to run as root, so as root (how CI runs here) `initdb`, `pg_ctl` and the
 //! server run as the `postgres` user through `runuser`.
 //!
 //! When no `initdb` is installed, [`Cluster::start`] prints a notice and
-//! gives `None` (the test skips), unless `SIGNET_REQUIRE_PG_CLUSTER=1`
+//! gives `None` (the test skips), unless `PINFOLD_REQUIRE_PG_CLUSTER=1`
 //! (which `.ci/run` exports): then it panics, so CI cannot pass by skipping.
 
 use std::os::unix::fs::PermissionsExt as _;
@@ -25,7 +25,7 @@ pub struct Cluster {
 
 /// The directory holding `initdb` and `pg_ctl`, if any.
 fn bin_dir() -> Option<PathBuf> {
-    if let Ok(b) = std::env::var("SIGNET_PG_BIN")
+    if let Ok(b) = std::env::var("PINFOLD_PG_BIN")
         && Path::new(&b).join("initdb").is_file()
     {
         return Some(PathBuf::from(b));
@@ -53,7 +53,7 @@ fn is_root() -> bool {
 
 /// Whether a missing cluster must fail the test rather than skip it.
 pub fn required() -> bool {
-    std::env::var("SIGNET_REQUIRE_PG_CLUSTER").is_ok_and(|v| v == "1")
+    std::env::var("PINFOLD_REQUIRE_PG_CLUSTER").is_ok_and(|v| v == "1")
 }
 
 fn free_port() -> u16 {
@@ -64,20 +64,20 @@ fn free_port() -> u16 {
 impl Cluster {
     /// Creates and starts a cluster, or `None` (with a notice on stderr)
     /// when PostgreSQL's server binaries are not installed and
-    /// `SIGNET_REQUIRE_PG_CLUSTER` is not `1`.
+    /// `PINFOLD_REQUIRE_PG_CLUSTER` is not `1`.
     pub fn start() -> Option<Cluster> {
         let Some(bin) = bin_dir() else {
             assert!(
                 !required(),
-                "SIGNET_REQUIRE_PG_CLUSTER=1 but no initdb was found (install postgresql or set SIGNET_PG_BIN)"
+                "PINFOLD_REQUIRE_PG_CLUSTER=1 but no initdb was found (install postgresql or set PINFOLD_PG_BIN)"
             );
             eprintln!(
-                "NOTICE: skipping: no PostgreSQL server binaries (initdb) found; set SIGNET_PG_BIN or install postgresql"
+                "NOTICE: skipping: no PostgreSQL server binaries (initdb) found; set PINFOLD_PG_BIN or install postgresql"
             );
             return None;
         };
         let dir = tempfile::Builder::new()
-            .prefix("signet-pgcluster-")
+            .prefix("pinfold-pgcluster-")
             .tempdir()
             .expect("tempdir");
         let as_postgres = is_root();

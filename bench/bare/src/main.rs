@@ -1,5 +1,5 @@
-//! The bare baseline of `bench/load.sh`: the same axum and tokio as Signet,
-//! answering what Signet's hot paths answer and doing nothing else — no
+//! The bare baseline of `bench/load.sh`: the same axum and tokio as Pinfold,
+//! answering what Pinfold's hot paths answer and doing nothing else — no
 //! middleware, no authentication, no metrics, no tracing.
 //!
 //! ```text
@@ -16,7 +16,7 @@
 //! client, take the JSON-RPC result out of the JSON or event-stream answer,
 //! and answer it. No check, no fingerprint, no cache: the floor any proxy
 //! pays for the second HTTP hop, beside which `bench/miss-overhead.sh`
-//! puts Signet's miss.
+//! puts Pinfold's miss.
 //!
 //! `POST /resolve` does the work of a resolve-cache hit: parse the JSON
 //! body, build the length-prefixed key (session id, tool name, RFC 8785
@@ -39,7 +39,7 @@ use serde_json::{Value, json};
 
 /// The strong ETag of the `/v` document.
 const ETAG: &str = "\"sha256:5d1c8a0b3f0e2a47c9d3b8e6f1a2c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5\"";
-/// The session every cached entry belongs to (Signet takes it from the path).
+/// The session every cached entry belongs to (Pinfold takes it from the path).
 const SESSION: &str = "0f8e4c2a-7b1d-4e5f-9a3c-6d2b8e1f4a7c";
 /// The `path` argument of the pre-filled entries (and of `bench/resolve.lua`).
 pub const BENCH_PATH: &str = "/tmp/notes.txt";
@@ -169,7 +169,7 @@ async fn resolve(State(st): State<AppState>, body: Bytes) -> Response {
 }
 
 /// The `_meta` a sessionless request carries (protocol version and client
-/// capabilities, as Signet sends them).
+/// capabilities, as Pinfold sends them).
 fn request_meta() -> Value {
     json!({
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",
@@ -218,7 +218,7 @@ async fn forward(State(st): State<AppState>, body: Bytes) -> Response {
     }
 }
 
-/// The same allocator as Signet's binary.
+/// The same allocator as Pinfold's binary.
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

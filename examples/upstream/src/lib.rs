@@ -1,4 +1,4 @@
-//! signet-example-upstream: a small reference MCP server for Signet's
+//! pinfold-example-upstream: a small reference MCP server for Pinfold's
 //! resolve cache, on the official Rust SDK (`rmcp`) over Streamable HTTP.
 //!
 //! It offers three tools:
@@ -18,7 +18,7 @@
 //! time ([`Switches`], [`Running::set`], `PUT /switches`): an undeclared
 //! (less safe) annotation, nondeterministic answers, a delay, JSON-RPC
 //! errors, the extension's result shape, `notifications/tools/list_changed`
-//! ([`Running::notify_list_changed`]), and the rug pulls `signet verify`
+//! ([`Running::notify_list_changed`]), and the rug pulls `pinfold verify`
 //! must catch in `tools/list` (an extra tool, `list_files` turned
 //! destructive). It can also demand a header on every MCP request, and
 //! serve MCP on stdin/stdout instead of HTTP ([`serve_stdio`]). [`Running::stop`] and
@@ -481,7 +481,7 @@ impl ServerHandler for Handler {
         ext.insert(TOOL_RESOLUTION.to_owned(), serde_json::Map::new());
         caps.extensions = Some(ext);
         InitializeResult::new(caps).with_server_info(Implementation::new(
-            "signet-example-upstream",
+            "pinfold-example-upstream",
             env!("CARGO_PKG_VERSION"),
         ))
     }
@@ -862,12 +862,12 @@ pub async fn serve_stdio(switches: Switches) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The command line of `signet-example-upstream`.
+/// The command line of `pinfold-example-upstream`.
 #[derive(clap::Parser, Debug)]
 #[command(
-    name = "signet-example-upstream",
+    name = "pinfold-example-upstream",
     version,
-    about = "Reference upstream MCP server for Signet's resolve cache (manage_files with tools/resolve and tools/annotations). Endpoints: POST/GET /mcp (Streamable HTTP), GET /calls, GET|PUT /switches; or MCP on stdin/stdout with --stdio."
+    about = "Reference upstream MCP server for Pinfold's resolve cache (manage_files with tools/resolve and tools/annotations). Endpoints: POST/GET /mcp (Streamable HTTP), GET /calls, GET|PUT /switches; or MCP on stdin/stdout with --stdio."
 )]
 pub struct Cli {
     /// Address to listen on.

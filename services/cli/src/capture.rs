@@ -1,4 +1,4 @@
-//! `signet capture`: list what a live MCP server offers and write a draft
+//! `pinfold capture`: list what a live MCP server offers and write a draft
 //! server card with its signature.
 //!
 //! The client is the official Rust SDK (`rmcp`), over Streamable HTTP (our
@@ -24,7 +24,7 @@
 //! refused: two readers could disagree on which one counts).
 //!
 //! The pure part — turning lists into a card, folding in `--merge`d
-//! captures — is `signet_core::draft`.
+//! captures — is `pinfold_core::draft`.
 
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
@@ -39,6 +39,8 @@ use bytes::Bytes;
 use futures::StreamExt as _;
 use futures::stream::BoxStream;
 use http::{HeaderName, HeaderValue};
+use pinfold_core::card::{Limits, ServerCard};
+use pinfold_core::draft::{self, Capture, Merged, Origin, Overrides, ServerInfo};
 use rmcp::model::{
     ClientCapabilities, ClientConfig, ClientJsonRpcMessage, ClientRequest, ErrorCode,
     Implementation, ListPromptsRequest, ListResourceTemplatesRequest, ListResourcesRequest,
@@ -55,15 +57,13 @@ use rmcp::transport::streamable_http_client::{
 };
 use rmcp::{ClientHandler, RoleClient};
 use serde_json::{Map, Value, json};
-use signet_core::card::{Limits, ServerCard};
-use signet_core::draft::{self, Capture, Merged, Origin, Overrides, ServerInfo};
 use sse_stream::{Sse, SseStream};
 use tokio::io::{AsyncRead, AsyncReadExt as _, ReadBuf};
 use url::Url;
 
 use crate::progress::Progress;
 
-/// The tool-resolution extension a capture advertises, as Signet's resolve
+/// The tool-resolution extension a capture advertises, as Pinfold's resolve
 /// client does: a server may list resolvable tools only to clients that
 /// speak it.
 const TOOL_RESOLUTION: &str = "io.modelcontextprotocol/tool-resolution";
@@ -77,7 +77,7 @@ const MAX_ANSWER_DEPTH: usize = 72;
 /// How much of a child's stderr is kept to explain a failure.
 const STDERR_TAIL: usize = 4096;
 
-/// Exit codes of `signet capture`.
+/// Exit codes of `pinfold capture`.
 pub mod exit {
     /// The draft card was written.
     pub const OK: i32 = 0;
@@ -103,7 +103,7 @@ Exit codes:
 
 Progress goes to stderr (a spinner on a terminal); the card to stdout or --out.";
 
-/// `signet capture`.
+/// `pinfold capture`.
 #[derive(Debug, Clone, clap::Args)]
 #[command(disable_version_flag = true, after_help = EXIT_CODES)]
 pub struct CaptureArgs {
@@ -121,7 +121,7 @@ pub struct CaptureArgs {
     /// Write the card to FILE instead of stdout.
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
-    /// Fold earlier captures into the signature (cards written by `signet
+    /// Fold earlier captures into the signature (cards written by `pinfold
     /// capture`, or saved list results), e.g. one per user role.
     #[arg(long, value_name = "FILE", num_args = 1..)]
     pub merge: Vec<PathBuf>,
@@ -312,7 +312,7 @@ impl Tap {
 
     /// Records the responses in one JSON-RPC message (or batch) text.
     fn record_text(&self, text: &str) {
-        match signet_core::json::parse_strict(text.as_bytes(), MAX_ANSWER_DEPTH) {
+        match pinfold_core::json::parse_strict(text.as_bytes(), MAX_ANSWER_DEPTH) {
             Ok(v) => self.record(&v),
             Err(e) => {
                 // Note the failure under the ids a lenient reader finds.
@@ -694,7 +694,7 @@ impl ClientHandler for CaptureClient {
         caps.extensions = Some(ext);
         let mut info = ClientConfig::new(
             caps,
-            Implementation::new("signet-capture", env!("CARGO_PKG_VERSION")),
+            Implementation::new("pinfold-capture", env!("CARGO_PKG_VERSION")),
         );
         info.protocol_version = ProtocolVersion::V_2025_11_25;
         info
@@ -816,7 +816,7 @@ async fn connect_http(
     let http = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .connect_timeout(Duration::from_secs(5))
-        .user_agent(concat!("signet-capture/", env!("CARGO_PKG_VERSION")))
+        .user_agent(concat!("pinfold-capture/", env!("CARGO_PKG_VERSION")))
         .build()
         .map_err(|e| CaptureError::Unreachable(format!("cannot build an HTTP client: {e}")))?;
     let tap = Tap::default();
@@ -1322,7 +1322,7 @@ fn load_merge_file(path: &Path) -> Result<MergeFile, String> {
         ));
     }
     let bytes = std::fs::read(path).map_err(|e| format!("cannot read {label}: {e}"))?;
-    let doc = signet_core::json::parse_strict(&bytes, signet_core::json::DEFAULT_MAX_DEPTH)
+    let doc = pinfold_core::json::parse_strict(&bytes, pinfold_core::json::DEFAULT_MAX_DEPTH)
         .map_err(|e| format!("{label} is not acceptable JSON: {e}"))?;
     let has_lists = |v: &Value| {
         ["tools", "prompts", "resources", "resourceTemplates"]
@@ -1405,7 +1405,7 @@ fn conflict_lines(m: &Merged) -> Vec<String> {
     lines
 }
 
-/// Runs `signet capture`; the card goes to `out` (or `--out`), everything
+/// Runs `pinfold capture`; the card goes to `out` (or `--out`), everything
 /// else to `progress`. Returns the exit code (see [`exit`]).
 pub async fn run(
     args: CaptureArgs,
@@ -1413,7 +1413,7 @@ pub async fn run(
     progress: &mut Progress<'_>,
 ) -> anyhow::Result<i32> {
     let usage = |progress: &mut Progress<'_>, msg: &str| {
-        progress.line(&format!("signet capture: {msg}"));
+        progress.line(&format!("pinfold capture: {msg}"));
         Ok(exit::USAGE)
     };
     let target = match (&args.url, &args.command) {
@@ -1466,7 +1466,7 @@ pub async fn run(
         Some(t) => match capture(t, Duration::from_secs(args.timeout), progress).await {
             Ok(c) => Some(c),
             Err(e) => {
-                progress.line(&format!("signet capture: {e}"));
+                progress.line(&format!("pinfold capture: {e}"));
                 return Ok(exit::MCP_SERVER);
             }
         },
@@ -1503,7 +1503,7 @@ pub async fn run(
         Err(e) => {
             // Every file merged on its own: the live lists are at fault.
             progress.line(&format!(
-                "signet capture: the server's lists are not well formed: {e}"
+                "pinfold capture: the server's lists are not well formed: {e}"
             ));
             for err in e.errors.iter().take(20) {
                 progress.line(&format!("  {} {}: {}", err.code, err.pointer, err.message));
@@ -1517,7 +1517,7 @@ pub async fn run(
         }
         write_pretty(out, &json!({"conflicts": merged.conflicts}))?;
         progress.line(&format!(
-            "signet capture: {} conflict(s) between the captures; no card written",
+            "pinfold capture: {} conflict(s) between the captures; no card written",
             merged.conflicts.len()
         ));
         return Ok(exit::CONFLICT);
@@ -1570,7 +1570,7 @@ pub async fn run(
         Some(path) => {
             if let Err(e) = write_file(path, &card) {
                 progress.line(&format!(
-                    "signet capture: cannot write {}: {e}",
+                    "pinfold capture: cannot write {}: {e}",
                     path.display()
                 ));
                 return Ok(exit::USAGE);
@@ -1595,7 +1595,7 @@ pub async fn run(
         }
         Err(e) => {
             progress.line(&format!(
-                "signet capture: the draft written to {whereto} does not pass the registry's validation ({} problem(s)):",
+                "pinfold capture: the draft written to {whereto} does not pass the registry's validation ({} problem(s)):",
                 e.errors.len()
             ));
             for err in e.errors.iter().take(20) {

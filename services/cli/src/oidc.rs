@@ -1,4 +1,4 @@
-//! GitHub Actions OIDC: a short-lived, audience-bound token for Signet,
+//! GitHub Actions OIDC: a short-lived, audience-bound token for Pinfold,
 //! requested from the Actions runtime, so a workflow publishes without a
 //! long-lived secret.
 //!
@@ -9,7 +9,7 @@
 //! token>` answers `{"value": "<JWT>"}`: a token issued by
 //! `https://token.actions.githubusercontent.com` for that audience, whose
 //! claims (`repository`, `repository_owner`, `job_workflow_ref`, `ref`, ...)
-//! Signet maps to a tenant and roles by the issuer's configured rules.
+//! Pinfold maps to a tenant and roles by the issuer's configured rules.
 //!
 //! Neither the request token nor the issued token is ever printed: both are
 //! [`Token`]s.
@@ -129,7 +129,7 @@ impl ActionsRuntime {
             .redirect(reqwest::redirect::Policy::none())
             .connect_timeout(Duration::from_secs(5).min(timeout))
             .timeout(timeout)
-            .user_agent(concat!("signet-cli/", env!("CARGO_PKG_VERSION")))
+            .user_agent(concat!("pinfold-cli/", env!("CARGO_PKG_VERSION")))
             .build()
             .map_err(|e| OidcError::Unreachable(one_line(&e)))?;
         let url = self.request_url(audience);
@@ -203,14 +203,14 @@ impl ActionsRuntime {
 }
 
 /// `--github-oidc [--audience AUD]`, shared by the commands that talk to
-/// Signet (`publish`, `verify`).
+/// Pinfold (`publish`, `verify`).
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct OidcArgs {
     /// Authenticate with a GitHub Actions OIDC token instead of --token-env
     /// (the job needs `permissions: id-token: write`): no long-lived secret.
     #[arg(long, conflicts_with = "token_env")]
     pub github_oidc: bool,
-    /// Audience of the OIDC token: the `audience` of the issuer in Signet's
+    /// Audience of the OIDC token: the `audience` of the issuer in Pinfold's
     /// configuration [default: the --server URL].
     #[arg(long, value_name = "AUD", requires = "github_oidc")]
     pub audience: Option<String>,
@@ -238,8 +238,8 @@ mod tests {
         )
         .unwrap();
         assert_eq!(
-            rt.request_url("https://signet.example").as_str(),
-            "https://pipelines.actions.example/abc/idtoken?api-version=2.0&audience=https%3A%2F%2Fsignet.example"
+            rt.request_url("https://pinfold.example").as_str(),
+            "https://pipelines.actions.example/abc/idtoken?api-version=2.0&audience=https%3A%2F%2Fpinfold.example"
         );
         let bare = ActionsRuntime::new("http://127.0.0.1:9/token", "t").unwrap();
         assert_eq!(

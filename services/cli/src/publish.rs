@@ -1,4 +1,4 @@
-//! `signet publish FILE --server URL --tenant T`: publish a server card (with
+//! `pinfold publish FILE --server URL --tenant T`: publish a server card (with
 //! its `signature`) as an immutable version, from CI.
 //!
 //! The server name and version come from the card; the request is the
@@ -25,7 +25,7 @@ use crate::oidc::ActionsRuntime;
 use crate::remote::{Remote, RemoteError, Reply, Token};
 use crate::retry::{self, RetryPolicy};
 
-/// Exit codes of `signet publish` (also printed by `--help`).
+/// Exit codes of `pinfold publish` (also printed by `--help`).
 pub mod exit {
     /// Created, or identical content already published (and, with
     /// `--wait-approved`, approved).
@@ -39,10 +39,10 @@ pub mod exit {
     pub const CONFLICT: i32 = 3;
     /// The card is invalid (every error listed with its JSON pointer).
     pub const INVALID: i32 = 4;
-    /// No usable credential, or Signet refused it (401, 403, or 404 for a
+    /// No usable credential, or Pinfold refused it (401, 403, or 404 for a
     /// tenant the token cannot see).
     pub const UNAUTHORISED: i32 = 5;
-    /// Signet could not be reached, or kept answering 408/429/5xx.
+    /// Pinfold could not be reached, or kept answering 408/429/5xx.
     pub const UNREACHABLE: i32 = 6;
     /// `--wait-approved`: the version was rejected, revoked or deprecated.
     pub const NOT_APPROVED: i32 = 7;
@@ -69,21 +69,21 @@ Outcomes are one line on stdout, e.g.
   conflict io.github.acme/files 1.0.0: published sha256:..., yours sha256:...
   invalid: /signature/tools/0/inputSchema: ...; /version: ...";
 
-/// `signet publish`.
+/// `pinfold publish`.
 #[derive(Debug, Clone, Args)]
 #[command(after_help = EXIT_CODES)]
 pub struct PublishArgs {
-    /// The server card to publish, with its `signature` (what `signet
+    /// The server card to publish, with its `signature` (what `pinfold
     /// capture` writes); `-` reads stdin. Name and version come from it.
     pub file: PathBuf,
-    /// Signet's base URL, e.g. https://signet.example.
+    /// Pinfold's base URL, e.g. https://pinfold.example.
     #[arg(long, value_name = "URL")]
     pub server: String,
     /// The tenant to publish in.
     #[arg(long, value_name = "TENANT")]
     pub tenant: String,
     /// Environment variable holding the bearer token.
-    #[arg(long, value_name = "VAR", default_value = "SIGNET_TOKEN")]
+    #[arg(long, value_name = "VAR", default_value = "PINFOLD_TOKEN")]
     pub token_env: String,
     /// `--github-oidc [--audience AUD]`.
     #[command(flatten)]
@@ -265,7 +265,7 @@ enum Credentials {
     /// A token read from the environment.
     Static(Token),
     /// GitHub Actions OIDC: a short-lived token, asked for again when
-    /// Signet says it has expired (an Actions ID token lives minutes; a wait
+    /// Pinfold says it has expired (an Actions ID token lives minutes; a wait
     /// for approval may outlast it).
     Actions {
         runtime: ActionsRuntime,
@@ -273,7 +273,7 @@ enum Credentials {
     },
 }
 
-/// Per-request timeout towards Signet and the Actions token endpoint.
+/// Per-request timeout towards Pinfold and the Actions token endpoint.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// A client for the tenant with a token, and where the token came from.
@@ -345,7 +345,7 @@ impl Session {
     }
 }
 
-/// Runs `signet publish`; returns the exit code. The outcome goes to `out`,
+/// Runs `pinfold publish`; returns the exit code. The outcome goes to `out`,
 /// progress and usage errors to `err`.
 pub async fn run(
     args: PublishArgs,
@@ -355,7 +355,7 @@ pub async fn run(
     let (outcome, session) = match publish(&args, err).await {
         Ok(done) => done,
         Err(Usage(why)) => {
-            writeln!(err, "signet: {why}")?;
+            writeln!(err, "pinfold: {why}")?;
             return Ok(exit::USAGE);
         }
     };
@@ -394,7 +394,7 @@ fn read_card(args: &PublishArgs) -> Result<Result<Card, Outcome>, Usage> {
     } else {
         std::fs::read(&args.file).map_err(|e| Usage(format!("cannot read {shown}: {e}")))?
     };
-    let doc = signet_core::json::parse_strict(&bytes, signet_core::json::DEFAULT_MAX_DEPTH)
+    let doc = pinfold_core::json::parse_strict(&bytes, pinfold_core::json::DEFAULT_MAX_DEPTH)
         .map_err(|e| Usage(format!("{shown} is not acceptable JSON: {e}")))?;
     let field = |k: &str| doc.get(k).and_then(Value::as_str).map(str::to_owned);
     match (field("name"), field("version")) {
@@ -406,9 +406,9 @@ fn read_card(args: &PublishArgs) -> Result<Result<Card, Outcome>, Usage> {
         // Without a name and a version there is no URL to publish to: the
         // card is invalid, and core's own check says everything wrong with it.
         _ => {
-            let errors = match signet_core::card::ServerCard::check(
+            let errors = match pinfold_core::card::ServerCard::check(
                 &doc,
-                &signet_core::card::Limits::default(),
+                &pinfold_core::card::Limits::default(),
             ) {
                 Err(e) => e
                     .errors
@@ -585,7 +585,7 @@ async fn send(
         |n, delay, why| {
             let _ = writeln!(
                 err,
-                "signet: {label}: {why}; retrying in {:.1}s (attempt {} of {})",
+                "pinfold: {label}: {why}; retrying in {:.1}s (attempt {} of {})",
                 delay.as_secs_f64(),
                 n + 1,
                 policy.attempts
@@ -628,7 +628,7 @@ async fn wait_approved(
     let mut pause = POLL_FIRST;
     let _ = writeln!(
         err,
-        "signet: waiting up to {} for {} {} to be approved (now {})",
+        "pinfold: waiting up to {} for {} {} to be approved (now {})",
         show(timeout),
         rec.server,
         rec.version,
@@ -648,7 +648,7 @@ async fn wait_approved(
         tokio::time::sleep(pause.min(deadline - now)).await;
         pause = pause.mul_f32(1.5).min(POLL_MAX);
         // One poll, with its retries and a token refresh, ends at the
-        // deadline too: a Signet that stalls must not stretch `--timeout`
+        // deadline too: a Pinfold that stalls must not stretch `--timeout`
         // by the retries' worth of request timeouts.
         let poll = async {
             let mut refreshed = false;
@@ -692,7 +692,7 @@ async fn wait_approved(
                 if rec.status != before {
                     let _ = writeln!(
                         err,
-                        "signet: {} {} is now {}",
+                        "pinfold: {} {} is now {}",
                         rec.server, rec.version, rec.status
                     );
                 }

@@ -1,4 +1,4 @@
-//! A client for a Signet server's `/v1` API, shared by the commands that talk
+//! A client for a Pinfold server's `/v1` API, shared by the commands that talk
 //! to one (`publish`, `verify`).
 //!
 //! The bearer token never appears in an error, a `Debug` rendering or a log
@@ -45,7 +45,7 @@ impl fmt::Debug for Token {
     }
 }
 
-/// Why a request to Signet did not produce an HTTP response.
+/// Why a request to Pinfold did not produce an HTTP response.
 #[derive(Debug, thiserror::Error)]
 pub enum RemoteError {
     /// The server URL is not an absolute http(s) URL (shown without any
@@ -71,7 +71,7 @@ pub enum RemoteError {
     },
 }
 
-/// An HTTP response from Signet.
+/// An HTTP response from Pinfold.
 #[derive(Debug)]
 pub struct Reply {
     /// Status code.
@@ -111,7 +111,7 @@ impl Reply {
     }
 }
 
-/// One Signet server, one tenant, one token.
+/// One Pinfold server, one tenant, one token.
 #[derive(Debug, Clone)]
 pub struct Remote {
     http: reqwest::Client,
@@ -121,7 +121,7 @@ pub struct Remote {
 }
 
 impl Remote {
-    /// A client for `base` (e.g. `https://signet.example`) acting in
+    /// A client for `base` (e.g. `https://pinfold.example`) acting in
     /// `tenant`. Redirects are not followed (a redirect would carry the
     /// token elsewhere); every request is bounded by `timeout`. Plain
     /// `http://` is accepted only to a loopback host (`localhost`,
@@ -149,7 +149,7 @@ impl Remote {
             .redirect(reqwest::redirect::Policy::none())
             .connect_timeout(Duration::from_secs(5).min(timeout))
             .timeout(timeout)
-            .user_agent(concat!("signet-cli/", env!("CARGO_PKG_VERSION")))
+            .user_agent(concat!("pinfold-cli/", env!("CARGO_PKG_VERSION")))
             .build()
             .map_err(|e| RemoteError::Unreachable {
                 url: without_credentials(base),
@@ -276,7 +276,7 @@ mod tests {
     #[test]
     fn tenant_urls_encode_each_segment() {
         let r = Remote::new(
-            "https://signet.example/base",
+            "https://pinfold.example/base",
             "acme",
             None,
             Duration::from_secs(1),
@@ -286,7 +286,7 @@ mod tests {
         let u = r.tenant_url(&["servers", "io.github.acme/files", "versions", "1.0.0"]);
         assert_eq!(
             u.as_str(),
-            "https://signet.example/base/v1/tenants/acme/servers/io.github.acme%2Ffiles/versions/1.0.0"
+            "https://pinfold.example/base/v1/tenants/acme/servers/io.github.acme%2Ffiles/versions/1.0.0"
         );
     }
 
@@ -310,12 +310,12 @@ mod tests {
             "http://localhost:8080",
             "http://LOCALHOST",
             "http://[::1]:8080",
-            "https://signet.example",
+            "https://pinfold.example",
         ] {
             assert!(new(ok, false).is_ok(), "{ok}");
         }
         for remote in [
-            "http://signet.example",
+            "http://pinfold.example",
             "http://10.0.0.5:8080",
             "http://[2001:db8::1]/",
             "http://localhost.evil.example",
@@ -330,7 +330,7 @@ mod tests {
     #[test]
     fn credentials_in_urls_are_never_shown() {
         let e = Remote::new(
-            "http://alice:pw-secret@signet.example/?k=q-secret",
+            "http://alice:pw-secret@pinfold.example/?k=q-secret",
             "t",
             None,
             Duration::from_secs(1),
@@ -342,7 +342,7 @@ mod tests {
             !e.contains("pw-secret") && !e.contains("alice") && !e.contains("q-secret"),
             "{e}"
         );
-        assert!(e.contains("http://signet.example/"), "{e}");
+        assert!(e.contains("http://pinfold.example/"), "{e}");
         let e = Remote::new(
             "ftp://alice:pw-secret@x/",
             "t",

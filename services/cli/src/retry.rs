@@ -1,7 +1,7 @@
 //! Bounded retries with backoff for requests that are safe to repeat.
 //!
 //! A request is retried when it did not reach the server (connect refused,
-//! reset, timeout), when the server gave up on it (`408`, Signet's request
+//! reset, timeout), when the server gave up on it (`408`, Pinfold's request
 //! timeout) or asked to be left alone for a while: `429 Too Many Requests`,
 //! `502`, `503` and `504`. A `Retry-After` header
 //! (seconds, or an HTTP date) is honoured up to [`RetryPolicy::max_delay`];

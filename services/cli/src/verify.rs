@@ -1,34 +1,34 @@
-//! `signet verify`: capture a live MCP server and check what it lists
-//! against the signature Signet approved for it — the CI gate against rug
+//! `pinfold verify`: capture a live MCP server and check what it lists
+//! against the signature Pinfold approved for it — the CI gate against rug
 //! pulls (a tool that appears, a hint that turns less safe).
 //!
-//! 1. Read the version record from Signet (`GET
+//! 1. Read the version record from Pinfold (`GET
 //!    /v1/tenants/{t}/servers/{name}/versions/{v}`, `latest` by default:
 //!    the highest approved version). Only an approved (or deprecated,
 //!    still trusted when pinned) version is something to verify against.
 //! 2. Capture the live server ([`crate::capture::capture`]).
-//! 3. Send the observed lists to Signet (`POST .../versions/{v}/verify`,
+//! 3. Send the observed lists to Pinfold (`POST .../versions/{v}/verify`,
 //!    the exact version read in step 1), which checks them under the
 //!    tenant's mode for this server (or `--mode`).
 //!
-//! Signet is asked first so that a wrong token, tenant or name fails fast,
+//! Pinfold is asked first so that a wrong token, tenant or name fails fast,
 //! before the MCP server is touched. The report is a table, or JSON with
 //! `--json`.
 
 use std::io::Write;
 use std::time::Duration;
 
+use pinfold_core::Mode;
+use pinfold_core::names::ServerName;
 use reqwest::Method;
 use reqwest::header::HeaderMap;
 use serde_json::{Value, json};
-use signet_core::Mode;
-use signet_core::names::ServerName;
 
 use crate::capture::{Captured, HeaderArg, Target, capture};
 use crate::progress::Progress;
 use crate::remote::{Remote, RemoteError, Reply, Token};
 
-/// Exit codes of `signet verify`.
+/// Exit codes of `pinfold verify`.
 pub mod exit {
     /// The live server conforms (or violations under `advisory`).
     pub const CONFORMANT: i32 = 0;
@@ -38,9 +38,9 @@ pub mod exit {
     pub const USAGE: i32 = 2;
     /// The MCP server could not be reached, started or understood.
     pub const MCP_SERVER: i32 = 3;
-    /// Signet could not be reached, or failed.
-    pub const SIGNET_UNREACHABLE: i32 = 4;
-    /// Signet refused the token (or there is none).
+    /// Pinfold could not be reached, or failed.
+    pub const PINFOLD_UNREACHABLE: i32 = 4;
+    /// Pinfold refused the token (or there is none).
     pub const UNAUTHORIZED: i32 = 5;
     /// No such tenant, server or version, or the version is not approved.
     pub const NOT_FOUND: i32 = 6;
@@ -53,16 +53,16 @@ Exit codes:
   1  it does not conform under the mode (the tenant's for this server, or --mode)
   2  bad arguments
   3  the MCP server could not be reached, started or understood
-  4  Signet could not be reached, or answered with an error
-  5  Signet refused the token, the token variable is unset, or (with
+  4  Pinfold could not be reached, or answered with an error
+  5  Pinfold refused the token, the token variable is unset, or (with
      --github-oidc) the Actions runtime gave no token
-  6  no such tenant, server or version in Signet, or the version is not approved";
+  6  no such tenant, server or version in Pinfold, or the version is not approved";
 
-/// `signet verify`.
+/// `pinfold verify`.
 #[derive(Debug, Clone, clap::Args)]
 #[command(disable_version_flag = true, after_help = EXIT_CODES)]
 pub struct VerifyArgs {
-    /// Signet's base URL, e.g. https://signet.example.
+    /// Pinfold's base URL, e.g. https://pinfold.example.
     #[arg(long, value_name = "URL")]
     pub server: String,
     /// The tenant.
@@ -92,8 +92,8 @@ pub struct VerifyArgs {
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
-    /// The environment variable holding the bearer token for Signet.
-    #[arg(long, value_name = "VAR", default_value = "SIGNET_TOKEN")]
+    /// The environment variable holding the bearer token for Pinfold.
+    #[arg(long, value_name = "VAR", default_value = "PINFOLD_TOKEN")]
     pub token_env: String,
     /// `--github-oidc [--audience AUD]`.
     #[command(flatten)]
@@ -103,7 +103,7 @@ pub struct VerifyArgs {
     /// allowed.
     #[arg(long)]
     pub insecure_http: bool,
-    /// Seconds to wait for Signet and for the MCP server.
+    /// Seconds to wait for Pinfold and for the MCP server.
     #[arg(long, value_name = "SECS", default_value_t = 30)]
     pub timeout: u64,
 }
@@ -124,19 +124,19 @@ fn problem_text(reply: &Reply) -> String {
     }
 }
 
-/// Maps a non-success answer of Signet to an exit code.
+/// Maps a non-success answer of Pinfold to an exit code.
 fn refused(reply: &Reply, what: &str) -> Stop {
     let text = problem_text(reply);
     let status = reply.status.as_u16();
     match status {
         401 | 403 => Stop(
             exit::UNAUTHORIZED,
-            format!("Signet refused the token ({status}) when {what}: {text}"),
+            format!("Pinfold refused the token ({status}) when {what}: {text}"),
         ),
         404 => Stop(exit::NOT_FOUND, format!("{what}: {text}")),
         _ => Stop(
-            exit::SIGNET_UNREACHABLE,
-            format!("Signet answered {status} when {what}: {text}"),
+            exit::PINFOLD_UNREACHABLE,
+            format!("Pinfold answered {status} when {what}: {text}"),
         ),
     }
 }
@@ -147,7 +147,7 @@ fn unreachable(e: RemoteError) -> Stop {
             Stop(exit::USAGE, format!("--server: {e}"))
         }
         RemoteError::NoToken(_) => Stop(exit::UNAUTHORIZED, e.to_string()),
-        RemoteError::Unreachable { .. } => Stop(exit::SIGNET_UNREACHABLE, format!("Signet: {e}")),
+        RemoteError::Unreachable { .. } => Stop(exit::PINFOLD_UNREACHABLE, format!("Pinfold: {e}")),
     }
 }
 
@@ -179,8 +179,8 @@ async fn read_record(remote: &Remote, name: &str, version: &str) -> Result<Recor
             status,
         }),
         _ => Err(Stop(
-            exit::SIGNET_UNREACHABLE,
-            "Signet's version record lacks version, digest or status".into(),
+            exit::PINFOLD_UNREACHABLE,
+            "Pinfold's version record lacks version, digest or status".into(),
         )),
     }
 }
@@ -204,14 +204,14 @@ async fn check(
     match reply.status.as_u16() {
         200 => reply.json().ok_or_else(|| {
             Stop(
-                exit::SIGNET_UNREACHABLE,
-                "Signet's verify answer is not JSON".into(),
+                exit::PINFOLD_UNREACHABLE,
+                "Pinfold's verify answer is not JSON".into(),
             )
         }),
         422 | 413 => Err(Stop(
             exit::MCP_SERVER,
             format!(
-                "Signet cannot check what {} listed: {}",
+                "Pinfold cannot check what {} listed: {}",
                 captured.label,
                 problem_text(&reply)
             ),
@@ -302,7 +302,7 @@ fn render_table(report: &Value) -> String {
     out
 }
 
-/// Runs `signet verify`; the report goes to `out`, progress and errors to
+/// Runs `pinfold verify`; the report goes to `out`, progress and errors to
 /// `progress`. Returns the exit code (see [`exit`]).
 pub async fn run(
     args: VerifyArgs,
@@ -320,7 +320,7 @@ pub async fn run(
             Ok(code)
         }
         Err(Stop(code, msg)) => {
-            progress.line(&format!("signet verify: {msg}"));
+            progress.line(&format!("pinfold verify: {msg}"));
             Ok(code)
         }
     }
@@ -380,7 +380,10 @@ async fn verify(args: VerifyArgs, progress: &mut Progress<'_>) -> Result<(i32, V
     .map_err(unreachable)?;
     let record = progress
         .run(
-            &format!("verify: reading {} {} from Signet", args.name, args.version),
+            &format!(
+                "verify: reading {} {} from Pinfold",
+                args.name, args.version
+            ),
             read_record(&remote, &args.name, &args.version),
         )
         .await?;

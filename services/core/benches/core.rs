@@ -7,7 +7,7 @@
 //! matching must stay linear in the URI.
 //!
 //! Uses the GitHub MCP server's 117 tool definitions from realdata when
-//! present (`$SIGNET_REALDATA` or `../../../shared/realdata`), otherwise a
+//! present (`$PINFOLD_REALDATA` or `../../../shared/realdata`), otherwise a
 //! synthetic signature of the same size.
 
 #![allow(missing_docs)]
@@ -16,16 +16,16 @@ use std::hint::black_box;
 use std::path::{Path, PathBuf};
 
 use criterion::{Criterion, criterion_group, criterion_main};
+use pinfold_core::Mode;
+use pinfold_core::card::{Limits, ServerCard};
+use pinfold_core::digest::digest;
+use pinfold_core::ops;
+use pinfold_core::reduce::reduce_signature;
+use pinfold_core::uri_template::{UriTemplate, template_matches};
 use serde_json::{Value, json};
-use signet_core::Mode;
-use signet_core::card::{Limits, ServerCard};
-use signet_core::digest::digest;
-use signet_core::ops;
-use signet_core::reduce::reduce_signature;
-use signet_core::uri_template::{UriTemplate, template_matches};
 
 fn github_tools() -> Vec<Value> {
-    let dir = std::env::var_os("SIGNET_REALDATA")
+    let dir = std::env::var_os("PINFOLD_REALDATA")
         .map(PathBuf::from)
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/realdata"))
         .join("github-toolsnaps");
@@ -48,7 +48,7 @@ fn github_tools() -> Vec<Value> {
     files.sort();
     files
         .iter()
-        .map(|f| signet_core::json::parse_strict(&std::fs::read(f).unwrap(), 64).unwrap())
+        .map(|f| pinfold_core::json::parse_strict(&std::fs::read(f).unwrap(), 64).unwrap())
         .collect()
 }
 
@@ -96,10 +96,10 @@ fn benches(c: &mut Criterion) {
     let args = args_1kib();
     eprintln!(
         "argument object: {} canonical bytes",
-        signet_core::digest::canonical_bytes(&args).len()
+        pinfold_core::digest::canonical_bytes(&args).len()
     );
     c.bench_function("canonical_bytes_1kib_arguments", |b| {
-        b.iter(|| signet_core::digest::canonical_bytes(black_box(&args)))
+        b.iter(|| pinfold_core::digest::canonical_bytes(black_box(&args)))
     });
 }
 
@@ -119,7 +119,7 @@ fn pathological_templates(c: &mut Criterion) {
     c.bench_function("uri_template_pathological_separated_10k_compiled", |b| {
         b.iter(|| compiled.matches(black_box(&uri)))
     });
-    // What `signet signature verify` does: an 80-character URI, as in the
+    // What `pinfold signature verify` does: an 80-character URI, as in the
     // original report, against a card holding the template.
     let doc = json!({"name": "io.example/patho", "version": "1.0.0", "signature": {
         "resourceTemplates": [{"uriTemplate": TEMPLATES[0], "name": "patho"}]}});
@@ -144,15 +144,15 @@ fn publish_path(c: &mut Criterion) {
     eprintln!("publish card: {} bytes", body.len());
     c.bench_function("publish_path_58k_card", |b| {
         b.iter(|| {
-            let doc = signet_core::json::parse_strict(black_box(&body), 64).unwrap();
+            let doc = pinfold_core::json::parse_strict(black_box(&body), 64).unwrap();
             let card = ServerCard::check(&doc, &limits).unwrap();
             drop(doc);
             card
         })
     });
-    let doc = signet_core::json::parse_strict(&body, 64).unwrap();
+    let doc = pinfold_core::json::parse_strict(&body, 64).unwrap();
     c.bench_function("publish_path_58k_card_parse_only", |b| {
-        b.iter(|| signet_core::json::parse_strict(black_box(&body), 64).unwrap())
+        b.iter(|| pinfold_core::json::parse_strict(black_box(&body), 64).unwrap())
     });
     c.bench_function("publish_path_58k_card_check_only", |b| {
         b.iter(|| ServerCard::check(black_box(&doc), &limits).unwrap())

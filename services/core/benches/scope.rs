@@ -13,8 +13,8 @@
 use std::hint::black_box;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use signet_core::card::SecurityScheme;
-use signet_core::scope::{Hierarchy, PlanCall, Preset, Strategy, plan};
+use pinfold_core::card::SecurityScheme;
+use pinfold_core::scope::{Hierarchy, PlanCall, Preset, Strategy, plan};
 
 fn oauth(scopes: &[&str]) -> SecurityScheme {
     let mut scopes: Vec<String> = scopes.iter().map(|s| (*s).to_owned()).collect();

@@ -2,8 +2,8 @@
 //!
 //! `serde_json` on its own keeps the *last* of two duplicate object keys,
 //! which would let two byte-different documents canonicalise to the same
-//! digest while a client and Signet disagree about what was published. Every
-//! document Signet accepts therefore goes through [`parse_strict`], which
+//! digest while a client and Pinfold disagree about what was published. Every
+//! document Pinfold accepts therefore goes through [`parse_strict`], which
 //! rejects:
 //!
 //! | input                               | error                          |

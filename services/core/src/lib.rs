@@ -1,4 +1,4 @@
-//! signet-core: the pure heart of Signet.
+//! pinfold-core: the pure heart of Pinfold.
 //!
 //! Core owns the domain model and every algorithm the services share:
 //!

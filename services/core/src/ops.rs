@@ -1,4 +1,4 @@
-//! Pure entry points behind the offline CLI (`signet signature
+//! Pure entry points behind the offline CLI (`pinfold signature
 //! digest|reduce|verify|diff`) and the HTTP API. Inputs are parsed JSON
 //! values (parse bytes with [`crate::json::parse_strict`] first); outputs
 //! serialise to the shapes the HTTP API and the CLI share.
@@ -15,7 +15,7 @@ use crate::diff::Diff;
 use crate::error::ValidationErrors;
 use crate::scope::ScopeEnvelope;
 
-/// Output of `signet signature digest`.
+/// Output of `pinfold signature digest`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct DigestReport {
     /// `sha256:<hex>` of the RFC 8785 form.

@@ -1,14 +1,14 @@
-//! Property tests of the merge of captures (`signet_core::draft::merge`):
+//! Property tests of the merge of captures (`pinfold_core::draft::merge`):
 //! the result depends only on the set of captures, merging again changes
 //! nothing, and a clean merge contains every capture.
 
+use pinfold_core::Mode;
+use pinfold_core::card::{Limits, ServerCard};
+use pinfold_core::contain::{Observation, check};
+use pinfold_core::digest::canonical_bytes;
+use pinfold_core::draft::{Capture, Merged, merge};
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
-use signet_core::Mode;
-use signet_core::card::{Limits, ServerCard};
-use signet_core::contain::{Observation, check};
-use signet_core::digest::canonical_bytes;
-use signet_core::draft::{Capture, Merged, merge};
 
 fn arb_annotation() -> impl Strategy<Value = Value> {
     (

@@ -1,14 +1,14 @@
 //! Property tests for the core semantics.
 
+use pinfold_core::Mode;
+use pinfold_core::annotations::Annotations;
+use pinfold_core::card::{Limits, ServerCard};
+use pinfold_core::contain::{Observation, check};
+use pinfold_core::diff::{Class, diff};
+use pinfold_core::digest::{canonical_bytes, digest};
+use pinfold_core::reduce::{reduce_annotations, reduce_tool};
 use proptest::prelude::*;
 use serde_json::{Map, Number, Value, json};
-use signet_core::Mode;
-use signet_core::annotations::Annotations;
-use signet_core::card::{Limits, ServerCard};
-use signet_core::contain::{Observation, check};
-use signet_core::diff::{Class, diff};
-use signet_core::digest::{canonical_bytes, digest};
-use signet_core::reduce::{reduce_annotations, reduce_tool};
 
 // ---------- arbitrary JSON and equivalent spellings ----------
 
@@ -148,7 +148,7 @@ proptest! {
     fn digest_ignores_spelling(v in arb_json(), seed in 1u64..) {
         let mut text = String::new();
         respell(&v, &mut Rng(seed), &mut text);
-        let reparsed = signet_core::json::parse_strict(text.as_bytes(), 128).unwrap();
+        let reparsed = pinfold_core::json::parse_strict(text.as_bytes(), 128).unwrap();
         prop_assert_eq!(digest(&reparsed), digest(&v), "{}", text);
     }
 

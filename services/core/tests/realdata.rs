@@ -1,19 +1,19 @@
 //! Conformance against real public data (`/work/shared/realdata`, never
-//! copied into the project). Located at `$SIGNET_REALDATA` or
+//! copied into the project). Located at `$PINFOLD_REALDATA` or
 //! `../../../shared/realdata` from this crate; skipped with a notice when
 //! absent.
 
 use std::path::{Path, PathBuf};
 
+use pinfold_core::Mode;
+use pinfold_core::card::{Limits, ServerCard};
+use pinfold_core::contain::ViolationKind;
+use pinfold_core::json::parse_strict;
+use pinfold_core::ops;
 use serde_json::{Value, json};
-use signet_core::Mode;
-use signet_core::card::{Limits, ServerCard};
-use signet_core::contain::ViolationKind;
-use signet_core::json::parse_strict;
-use signet_core::ops;
 
 fn realdata() -> Option<PathBuf> {
-    let dir = std::env::var_os("SIGNET_REALDATA")
+    let dir = std::env::var_os("PINFOLD_REALDATA")
         .map(PathBuf::from)
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/realdata"));
     if dir.is_dir() {

@@ -3,12 +3,12 @@
 
 use std::collections::BTreeSet;
 
-use proptest::prelude::*;
-use signet_core::card::SecurityScheme;
-use signet_core::scope::{
+use pinfold_core::card::SecurityScheme;
+use pinfold_core::scope::{
     Hierarchy, HierarchySpec, Plan, PlanCall, PlanOptions, Strategy as PlanStrategy, plan,
     plan_with,
 };
+use proptest::prelude::*;
 
 /// A random acyclic hierarchy over `s0..s{n-1}`: an edge may only go from a
 /// lower to a higher number, so no cycle can form.

@@ -1,5 +1,5 @@
 //! The planner and the presets against published scope data
-//! (`$SIGNET_REALDATA` or `../../../shared/realdata` from this crate;
+//! (`$PINFOLD_REALDATA` or `../../../shared/realdata` from this crate;
 //! skipped with a notice when absent): every GitHub MCP tool and every
 //! Sentry MCP tool, planned alone, requests exactly its documented need
 //! under its provider's hierarchy; and a mix of ten GitHub tools checked by
@@ -8,13 +8,13 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
+use pinfold_core::card::SecurityScheme;
+use pinfold_core::json::parse_strict;
+use pinfold_core::scope::{Hierarchy, Plan, PlanCall, Preset, Strategy, plan};
 use serde_json::Value;
-use signet_core::card::SecurityScheme;
-use signet_core::json::parse_strict;
-use signet_core::scope::{Hierarchy, Plan, PlanCall, Preset, Strategy, plan};
 
 fn realdata() -> Option<PathBuf> {
-    let dir = std::env::var_os("SIGNET_REALDATA")
+    let dir = std::env::var_os("PINFOLD_REALDATA")
         .map(PathBuf::from)
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/realdata"));
     if dir.is_dir() {
@@ -290,11 +290,11 @@ fn a_hand_checked_mix_of_ten_github_tools() {
     );
     assert_eq!(
         p.www_authenticate(Some(
-            "https://signet.example/.well-known/oauth-protected-resource"
+            "https://pinfold.example/.well-known/oauth-protected-resource"
         ))
         .unwrap(),
         "Bearer error=\"insufficient_scope\", scope=\"delete_repo gist notifications project read:org repo\", \
-         resource_metadata=\"https://signet.example/.well-known/oauth-protected-resource\""
+         resource_metadata=\"https://pinfold.example/.well-known/oauth-protected-resource\""
     );
     assert!(
         p.calls[2].reason.contains("granted"),

@@ -11,8 +11,8 @@ use aws_lc_rs::signature::{Ed25519KeyPair, KeyPair as _};
 use base64::Engine as _;
 use criterion::{Criterion, criterion_group, criterion_main};
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header};
-use signet_http::Authenticator;
-use signet_http::auth::{ClaimMapping, IssuerConfig, KeySource};
+use pinfold_http::Authenticator;
+use pinfold_http::auth::{ClaimMapping, IssuerConfig, KeySource};
 
 fn bench(c: &mut Criterion) {
     let doc = Ed25519KeyPair::generate_pkcs8(&SystemRandom::new()).unwrap();
@@ -24,7 +24,7 @@ fn bench(c: &mut Criterion) {
     let x = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(public);
     let issuer = || IssuerConfig {
         issuer: "https://issuer.bench".into(),
-        audience: "signet".into(),
+        audience: "pinfold".into(),
         algorithms: vec![Algorithm::EdDSA],
         keys: KeySource::Static(DecodingKey::from_ed_components(&x).unwrap()),
         mapping: ClaimMapping::FromToken,
@@ -36,7 +36,7 @@ fn bench(c: &mut Criterion) {
         + 3600;
     let token = jsonwebtoken::encode(
         &Header::new(Algorithm::EdDSA),
-        &serde_json::json!({"iss": "https://issuer.bench", "aud": "signet", "sub": "bench", "tenant": "acme", "roles": ["reader"], "exp": exp}),
+        &serde_json::json!({"iss": "https://issuer.bench", "aud": "pinfold", "sub": "bench", "tenant": "acme", "roles": ["reader"], "exp": exp}),
         &EncodingKey::from_ed_der(doc.as_ref()),
     )
     .unwrap();

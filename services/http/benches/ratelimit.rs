@@ -9,9 +9,9 @@
 use std::hint::black_box;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use signet_core::ids::TenantId;
-use signet_http::auth::{Principal, Role};
-use signet_http::ratelimit::{Clock, Limits, Rate, RateLimiter, RouteClass};
+use pinfold_core::ids::TenantId;
+use pinfold_http::auth::{Principal, Role};
+use pinfold_http::ratelimit::{Clock, Limits, Rate, RateLimiter, RouteClass};
 
 fn limiter(max_buckets: usize) -> RateLimiter {
     let r = Rate {

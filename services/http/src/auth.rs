@@ -36,7 +36,7 @@ use axum::http::request::Parts;
 use axum::http::{HeaderValue, StatusCode, header};
 use jsonwebtoken::jwk::JwkSet;
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
-use signet_core::ids::TenantId;
+use pinfold_core::ids::TenantId;
 use tokio::sync::Mutex;
 
 use crate::bearer;
@@ -182,13 +182,13 @@ impl From<AuthError> for ApiError {
             AuthError::Missing => (
                 "unauthenticated",
                 "Authentication required",
-                "Bearer realm=\"signet\"".to_owned(),
+                "Bearer realm=\"pinfold\"".to_owned(),
             ),
             AuthError::Invalid(why) => (
                 "invalid_token",
                 "Invalid bearer token",
                 format!(
-                    "Bearer realm=\"signet\", error=\"invalid_token\", error_description=\"{}\"",
+                    "Bearer realm=\"pinfold\", error=\"invalid_token\", error_description=\"{}\"",
                     why.replace(['"', '\\'], "'")
                 ),
             ),
@@ -198,7 +198,7 @@ impl From<AuthError> for ApiError {
             .header(
                 header::WWW_AUTHENTICATE,
                 HeaderValue::from_str(&challenge)
-                    .unwrap_or_else(|_| HeaderValue::from_static("Bearer realm=\"signet\"")),
+                    .unwrap_or_else(|_| HeaderValue::from_static("Bearer realm=\"pinfold\"")),
             )
     }
 }
@@ -234,7 +234,7 @@ pub struct IssuerConfig {
 #[derive(Debug, Clone, Default)]
 pub enum ClaimMapping {
     /// The token's own `tenant` and `roles` claims: an issuer that mints
-    /// tokens for Signet (dev mode, an IdP configured with these claims).
+    /// tokens for Pinfold (dev mode, an IdP configured with these claims).
     #[default]
     FromToken,
     /// Configured rules over the token's claims, first match wins. The
@@ -326,7 +326,7 @@ impl ClaimRule {
     /// repository of an organisation) into one tenant, and managing every
     /// tenant of the installation is not something such a token should get
     /// by matching a pattern; platform operators use the issuer that mints
-    /// Signet's own claims.
+    /// Pinfold's own claims.
     pub fn new<'a>(
         matches: impl IntoIterator<Item = (&'a str, &'a str)>,
         tenant: &str,
@@ -813,7 +813,7 @@ mod tests {
         Authenticator::new(
             vec![IssuerConfig {
                 issuer: ISS.into(),
-                audience: "signet".into(),
+                audience: "pinfold".into(),
                 algorithms: vec![Algorithm::HS256],
                 keys: KeySource::Static(DecodingKey::from_secret(SECRET)),
                 mapping,
@@ -829,11 +829,11 @@ mod tests {
             .unwrap()
             .as_secs();
         let mut claims = json!({
-            "iss": ISS, "aud": "signet", "exp": now + 300, "iat": now,
+            "iss": ISS, "aud": "pinfold", "exp": now + 300, "iat": now,
             "sub": "repo:acme/infra:ref:refs/heads/main",
             "repository": "acme/infra", "repository_owner": "acme",
             "repository_id": "123456",
-            "job_workflow_ref": "acme/infra/.github/workflows/signet.yml@refs/heads/main",
+            "job_workflow_ref": "acme/infra/.github/workflows/pinfold.yml@refs/heads/main",
             "ref": "refs/heads/main",
         });
         for (k, v) in extra.as_object().unwrap() {
@@ -853,9 +853,10 @@ mod tests {
             ClaimPattern::parse("acme").unwrap(),
             ClaimPattern::Exact("acme".into())
         );
-        let p = ClaimPattern::parse("acme/infra/.github/workflows/signet.yml@refs/tags/*").unwrap();
-        assert!(p.matches("acme/infra/.github/workflows/signet.yml@refs/tags/v1.2.0"));
-        assert!(!p.matches("acme/infra/.github/workflows/signet.yml@refs/heads/main"));
+        let p =
+            ClaimPattern::parse("acme/infra/.github/workflows/pinfold.yml@refs/tags/*").unwrap();
+        assert!(p.matches("acme/infra/.github/workflows/pinfold.yml@refs/tags/v1.2.0"));
+        assert!(!p.matches("acme/infra/.github/workflows/pinfold.yml@refs/heads/main"));
         assert!(ClaimPattern::parse("acme").unwrap().matches("acme"));
         assert!(!ClaimPattern::parse("acme").unwrap().matches("acme-evil"));
         assert!(!ClaimPattern::parse("acme").unwrap().matches("Acme"));
@@ -933,7 +934,7 @@ mod tests {
                     ("repository_owner", "acme"),
                     (
                         "job_workflow_ref",
-                        "acme/infra/.github/workflows/signet.yml@refs/heads/main",
+                        "acme/infra/.github/workflows/pinfold.yml@refs/heads/main",
                     ),
                 ],
                 "acme",

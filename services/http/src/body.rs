@@ -1,6 +1,6 @@
 //! Strict JSON request bodies.
 //!
-//! [`StrictJson`] is the only way a Signet handler reads a JSON body. It
+//! [`StrictJson`] is the only way a Pinfold handler reads a JSON body. It
 //! refuses, with a problem response and never a 500:
 //!
 //! | input                                      | status | code                    |
@@ -15,9 +15,9 @@
 use axum::body::Bytes;
 use axum::extract::{FromRequest, Request};
 use axum::http::{StatusCode, header};
+use pinfold_core::json::{self, JsonErrorKind};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
-use signet_core::json::{self, JsonErrorKind};
 
 use crate::problem::{ApiError, FieldError};
 
@@ -77,7 +77,7 @@ pub async fn read_json_bytes<S: Send + Sync>(req: Request, state: &S) -> Result<
     })
 }
 
-/// Parses bytes with the strict rules of [`signet_core::json`].
+/// Parses bytes with the strict rules of [`pinfold_core::json`].
 pub fn parse_body(bytes: &[u8]) -> Result<Value, ApiError> {
     json::parse_strict(bytes, json::DEFAULT_MAX_DEPTH).map_err(|e| match e.kind {
         JsonErrorKind::DuplicateKey => ApiError::new(

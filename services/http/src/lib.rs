@@ -1,4 +1,4 @@
-//! signet-http: the HTTP edge every Signet service shares.
+//! pinfold-http: the HTTP edge every Pinfold service shares.
 //!
 //! It owns the one error type that crosses the wire ([`ApiError`], rendered
 //! as RFC 9457 `application/problem+json`), the strict JSON body extractor

@@ -25,10 +25,10 @@ pub struct FieldError {
     pub message: String,
 }
 
-/// The wire shape of an error (RFC 9457 plus Signet's members).
+/// The wire shape of an error (RFC 9457 plus Pinfold's members).
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct ProblemBody {
-    /// A URI naming the problem type (`urn:signet:problem:<code>`).
+    /// A URI naming the problem type (`urn:pinfold:problem:<code>`).
     #[serde(rename = "type")]
     pub type_: String,
     /// Short summary, the same for every occurrence of a code.
@@ -205,7 +205,7 @@ impl ApiError {
     /// The body this error renders to, with the given request id.
     pub fn body(&self, request_id: Option<String>) -> ProblemBody {
         ProblemBody {
-            type_: format!("urn:signet:problem:{}", self.code),
+            type_: format!("urn:pinfold:problem:{}", self.code),
             title: self.title.to_owned(),
             status: self.status.as_u16(),
             code: self.code.to_owned(),

@@ -33,7 +33,7 @@ use axum::http::{HeaderValue, StatusCode, header};
 
 use crate::auth::Principal;
 use crate::problem::ApiError;
-use signet_core::ids::TenantId;
+use pinfold_core::ids::TenantId;
 
 /// Number of independently locked maps.
 pub const SHARDS: usize = 64;

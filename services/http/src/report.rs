@@ -1,6 +1,6 @@
 //! OpenAPI schemas of the containment report that verify and resolve send.
 //!
-//! The report types live in `signet_core::contain` and know nothing of
+//! The report types live in `pinfold_core::contain` and know nothing of
 //! OpenAPI; these document-only twins describe their wire form (SEP-2091
 //! "Enforcement Modes" and "Violations") so that a generated client gets
 //! typed violations instead of free-form objects. The enumerations are built
@@ -9,10 +9,10 @@
 
 use std::borrow::Cow;
 
+use pinfold_core::Mode;
+use pinfold_core::contain::{NoticeKind, ViolationKind};
 use serde::Serialize;
 use serde_json::Value;
-use signet_core::Mode;
-use signet_core::contain::{NoticeKind, ViolationKind};
 use utoipa::openapi::RefOr;
 use utoipa::openapi::schema::{ObjectBuilder, Schema, Type};
 use utoipa::{PartialSchema, ToSchema};
@@ -88,7 +88,7 @@ impl ToSchema for NoticeKindSchema {
     }
 }
 
-/// One violation of the signature (wire form of `signet_core` `Violation`).
+/// One violation of the signature (wire form of `pinfold_core` `Violation`).
 #[derive(ToSchema)]
 #[schema(as = Violation)]
 pub struct ViolationDoc {
@@ -150,8 +150,8 @@ pub struct VerifyReportDoc {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use pinfold_core::contain::{Notice, VerifyReport, Violation};
     use serde_json::json;
-    use signet_core::contain::{Notice, VerifyReport, Violation};
     use std::collections::BTreeSet;
 
     fn object(schema: RefOr<Schema>) -> Value {

@@ -20,7 +20,7 @@ use std::sync::Arc;
 use axum::extract::{FromRequestParts, RawPathParams};
 use axum::http::StatusCode;
 use axum::http::request::Parts;
-use signet_core::ids::TenantId;
+use pinfold_core::ids::TenantId;
 
 use crate::auth::{Auth, Principal, Role};
 use crate::problem::ApiError;

@@ -2,10 +2,10 @@
 //! errors and the registry's own not-found answers, as problem+json.
 
 use axum::http::StatusCode;
-use signet_core::error::ValidationErrors;
-use signet_core::names::ServerName;
-use signet_http::problem::{ApiError, FieldError};
-use signet_http::tenant::tenant_not_found;
+use pinfold_core::error::ValidationErrors;
+use pinfold_core::names::ServerName;
+use pinfold_http::problem::{ApiError, FieldError};
+use pinfold_http::tenant::tenant_not_found;
 
 use crate::store::RegistryStoreError;
 

@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::http::HeaderValue;
-use signet_core::ids::TenantId;
+use pinfold_core::ids::TenantId;
 
 use crate::model::{Status, VersionMeta};
 
@@ -147,9 +147,9 @@ const STRIPES: usize = 64;
 /// collision is a miss, and evicting by hash may over-evict, never keep a
 /// stale copy).
 pub struct EtagIndex {
-    cache: signet_http::hot::HotCache<Arc<ServerIndex>>,
+    cache: pinfold_http::hot::HotCache<Arc<ServerIndex>>,
     stripes: Box<[Mutex<u64>]>,
-    hasher: signet_http::hot::KeyHasher,
+    hasher: pinfold_http::hot::KeyHasher,
 }
 
 impl Default for EtagIndex {
@@ -169,9 +169,9 @@ impl EtagIndex {
     /// An index holding at most `capacity` servers for at most `ttl`.
     pub fn new(capacity: u64, ttl: Duration) -> Self {
         Self {
-            cache: signet_http::hot::HotCache::new(capacity, ttl),
+            cache: pinfold_http::hot::HotCache::new(capacity, ttl),
             stripes: (0..STRIPES).map(|_| Mutex::new(0)).collect(),
-            hasher: signet_http::hot::KeyHasher::default(),
+            hasher: pinfold_http::hot::KeyHasher::default(),
         }
     }
 
@@ -321,7 +321,7 @@ pub fn if_none_match(header: &str, etag: &str) -> bool {
 mod tests {
     use super::*;
     use crate::model::StatusRow;
-    use signet_core::ids::Timestamp;
+    use pinfold_core::ids::Timestamp;
 
     fn meta(v: &str, status: Status) -> VersionMeta {
         VersionMeta {

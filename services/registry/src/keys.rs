@@ -12,9 +12,9 @@ use aws_lc_rs::rand::{SecureRandom as _, SystemRandom};
 use aws_lc_rs::signature::{Ed25519KeyPair, KeyPair as _};
 use base64::Engine as _;
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
+use pinfold_core::ids::{TenantId, Timestamp};
 use serde::Serialize;
 use sha2::{Digest as _, Sha256};
-use signet_core::ids::{TenantId, Timestamp};
 use utoipa::ToSchema;
 
 use crate::model::StoredKey;
@@ -177,7 +177,7 @@ impl Keyring {
 /// The claims of a version attestation.
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct AttestationClaims {
-    /// Issuer: `signet:tenant:<id>`.
+    /// Issuer: `pinfold:tenant:<id>`.
     pub iss: String,
     /// Tenant.
     pub tenant: String,
@@ -280,7 +280,7 @@ mod tests {
             .generate_tenant_key(&t, Timestamp::from_millis(0))
             .unwrap();
         let claims = AttestationClaims {
-            iss: "signet:tenant:acme".into(),
+            iss: "pinfold:tenant:acme".into(),
             tenant: "acme".into(),
             server: "io.x/y".into(),
             version: "1.0.0".into(),

@@ -1,14 +1,14 @@
-//! signet-registry: the registry service.
+//! pinfold-registry: the registry service.
 //!
 //! It owns publishing immutable capability signatures (SEP-2091), their
 //! review and lifecycle, the read views (record, document, worst-case
-//! `tools/list`, card), diff and verify on top of `signet-core`, signed
+//! `tools/list`, card), diff and verify on top of `pinfold-core`, signed
 //! attestations, and import of official-registry `server.json` documents. It
 //! declares the [`RegistryStore`] trait (implemented by the store crates) and
 //! the [`PolicySource`] trait (implemented by the server over the tenancy
 //! store).
 //!
-//! Like every service crate it may depend on `signet-core` and `signet-http`,
+//! Like every service crate it may depend on `pinfold-core` and `pinfold-http`,
 //! never on another service crate and never on SQL.
 
 pub mod error;

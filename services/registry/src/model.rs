@@ -1,9 +1,9 @@
 //! Registry types: versions, their status, reviews, servers.
 
+use pinfold_core::audit::NewAuditEvent;
+use pinfold_core::ids::Timestamp;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
-use signet_core::audit::NewAuditEvent;
-use signet_core::ids::Timestamp;
 use utoipa::ToSchema;
 
 /// A version's trust status.

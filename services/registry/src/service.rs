@@ -7,16 +7,16 @@ use std::sync::Arc;
 
 use axum::body::Bytes;
 use axum::http::StatusCode;
+use pinfold_core::audit::NewAuditEvent;
+use pinfold_core::card::{CheckedCard, ServerCard};
+use pinfold_core::ids::TenantId;
+use pinfold_core::names::{ServerName, Version};
+use pinfold_http::TenantScope;
+use pinfold_http::body::parse_body;
+use pinfold_http::cpu::offload;
+use pinfold_http::problem::{ApiError, FieldError};
+use pinfold_http::tenant::tenant_not_found;
 use serde_json::{Value, json};
-use signet_core::audit::NewAuditEvent;
-use signet_core::card::{CheckedCard, ServerCard};
-use signet_core::ids::TenantId;
-use signet_core::names::{ServerName, Version};
-use signet_http::TenantScope;
-use signet_http::body::parse_body;
-use signet_http::cpu::offload;
-use signet_http::problem::{ApiError, FieldError};
-use signet_http::tenant::tenant_not_found;
 
 use crate::error::*;
 use crate::index::ServerIndex;

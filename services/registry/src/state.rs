@@ -4,9 +4,9 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use signet_core::Mode;
-use signet_core::card::Limits;
-use signet_core::ids::{TenantId, Timestamp};
+use pinfold_core::Mode;
+use pinfold_core::card::Limits;
+use pinfold_core::ids::{TenantId, Timestamp};
 
 use crate::index::EtagIndex;
 use crate::keys::Keyring;

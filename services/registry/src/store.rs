@@ -1,7 +1,7 @@
 //! The registry's storage contract.
 
 use async_trait::async_trait;
-use signet_core::ids::{TenantId, Timestamp};
+use pinfold_core::ids::{TenantId, Timestamp};
 
 use crate::model::{
     ListedVersion, NewVersion, PublishOutcome, Review, ServerRow, Status, StatusChange, StoredKey,

@@ -1,6 +1,6 @@
 //! The subregistry: a tenant's approved versions in the shapes of the
 //! official MCP registry's read API (`/v0.1`), so that an existing registry
-//! client can use `https://signet.example/t/{tenant}` as the base URL of a
+//! client can use `https://pinfold.example/t/{tenant}` as the base URL of a
 //! private subregistry. The use cases and the view, without HTTP (the
 //! handlers are in `routes::v01`).
 //!
@@ -12,21 +12,21 @@
 //!
 //! Each entry's `server` is the published card without its `signature`
 //! (the `server.json` part). The official `_meta` key allows no extra
-//! members, so Signet's own data — digest, attestation, enforcement mode,
-//! status and the worst-case tools — goes under [`SIGNET_META`].
+//! members, so Pinfold's own data — digest, attestation, enforcement mode,
+//! status and the worst-case tools — goes under [`PINFOLD_META`].
 
 use std::cmp::Ordering;
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use pinfold_core::Mode;
+use pinfold_core::card::{Limits, ServerCard};
+use pinfold_core::ids::{TenantId, Timestamp};
+use pinfold_http::cpu::offload;
+use pinfold_http::problem::ApiError;
 use serde::Serialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
-use signet_core::Mode;
-use signet_core::card::{Limits, ServerCard};
-use signet_core::ids::{TenantId, Timestamp};
-use signet_http::cpu::offload;
-use signet_http::problem::ApiError;
 use utoipa::ToSchema;
 
 use crate::error::store_error;
@@ -38,9 +38,9 @@ use crate::store::SubregistryQuery;
 /// The official registry's `_meta` key (its members are fixed).
 pub const OFFICIAL_META: &str = "io.modelcontextprotocol.registry/official";
 
-/// Signet's own `_meta` key: the reverse-DNS name of the project's
+/// Pinfold's own `_meta` key: the reverse-DNS name of the project's
 /// repository, as server names are built.
-pub const SIGNET_META: &str = "io.github.signet-dev/signet";
+pub const PINFOLD_META: &str = "io.github.pinfold/pinfold";
 
 /// Longest `search` accepted.
 pub const MAX_SEARCH_CHARS: usize = 200;
@@ -399,9 +399,9 @@ pub struct ResponseMeta {
     /// The official registry's metadata.
     #[serde(rename = "io.modelcontextprotocol.registry/official")]
     pub official: OfficialMeta,
-    /// Signet's own metadata.
-    #[serde(rename = "io.github.signet-dev/signet")]
-    pub signet: SignetMeta,
+    /// Pinfold's own metadata.
+    #[serde(rename = "io.github.pinfold/pinfold")]
+    pub pinfold: PinfoldMeta,
 }
 
 /// The official registry's metadata of a version.
@@ -428,9 +428,9 @@ pub struct OfficialMeta {
     pub is_latest: bool,
 }
 
-/// Signet's metadata of a version (under `io.github.signet-dev/signet`).
+/// Pinfold's metadata of a version (under `io.github.pinfold/pinfold`).
 #[derive(Debug, Serialize, ToSchema)]
-pub struct SignetMeta {
+pub struct PinfoldMeta {
     /// `sha256:<hex>` of the RFC 8785 canonical published document.
     pub digest: String,
     /// The signed attestation of this version: a path-absolute URL,
@@ -439,7 +439,7 @@ pub struct SignetMeta {
     /// The tenant's enforcement mode for this server.
     #[schema(value_type = String, example = "permissive")]
     pub mode: &'static str,
-    /// Signet's own status (`approved`, `deprecated`, `revoked`).
+    /// Pinfold's own status (`approved`, `deprecated`, `revoked`).
     pub status: Status,
     /// The worst-case `tools/list`: every tool reduced to the least safe
     /// value of each hint (SEP-2091 "Reference Implementation").
@@ -557,7 +557,7 @@ impl DocView {
             serde_json::from_str(document).map_err(|e| format!("stored document: {e}"))?;
         let card = ServerCard::from_value(&doc, limits)
             .map_err(|e| format!("stored document no longer validates: {e}"))?;
-        let mut reduced = signet_core::reduce::reduce_signature(&card.signature);
+        let mut reduced = pinfold_core::reduce::reduce_signature(&card.signature);
         drop(card);
         let tools = reduced
             .get_mut("tools")
@@ -650,7 +650,7 @@ pub fn response(
         server: view.server.clone(),
         meta: ResponseMeta {
             official: official_meta(meta, entry.is_latest),
-            signet: SignetMeta {
+            pinfold: PinfoldMeta {
                 digest: meta.digest.clone(),
                 attestation: attestation_path(tenant, &entry.server, &meta.version),
                 mode: modes.mode_for(&entry.key).as_str(),

@@ -1,6 +1,6 @@
 //! Resolve engine benchmarks (targets in the resolve issue: a 1 KiB
 //! argument key ≤ 2 µs; a cache hit leaves room for HTTP, auth and
-//! tenancy; Signet's added latency on a miss ≤ 0.3 ms mean).
+//! tenancy; Pinfold's added latency on a miss ≤ 0.3 ms mean).
 //!
 //! - `key_1kib_arguments`: building the cache key of a 1 KiB argument
 //!   object (length-prefixed tuple + RFC 8785 bytes).
@@ -19,18 +19,18 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use criterion::{Criterion, criterion_group, criterion_main};
+use pinfold_core::Mode;
+use pinfold_core::card::Limits;
+use pinfold_core::ids::TenantId;
+use pinfold_example_upstream::{Running, Switches};
+use pinfold_resolve::key::CacheKey;
+use pinfold_resolve::{
+    CachePolicy, Engine, EngineConfig, PreparedSignature, SessionCtx, Source, UpstreamTarget,
+};
 use rmcp::ServiceExt;
 use rmcp::model::{ClientRequest, CustomRequest};
 use rmcp::transport::StreamableHttpClientTransport;
 use serde_json::{Value, json};
-use signet_core::Mode;
-use signet_core::card::Limits;
-use signet_core::ids::TenantId;
-use signet_example_upstream::{Running, Switches};
-use signet_resolve::key::CacheKey;
-use signet_resolve::{
-    CachePolicy, Engine, EngineConfig, PreparedSignature, SessionCtx, Source, UpstreamTarget,
-};
 
 fn args_1kib() -> Value {
     let mut m = serde_json::Map::new();

@@ -43,14 +43,14 @@ use std::time::{Duration, Instant, SystemTime};
 use axum::body::Bytes;
 use futures::FutureExt as _;
 use futures::future::{BoxFuture, Shared, WeakShared};
+use pinfold_core::Mode;
+use pinfold_core::card::Limits;
+use pinfold_core::contain::{Notice, Violation};
+use pinfold_core::digest::canonical_bytes;
+use pinfold_core::error::ValidationErrors;
+use pinfold_core::ids::TenantId;
 use serde::Serialize;
 use serde_json::Value;
-use signet_core::Mode;
-use signet_core::card::Limits;
-use signet_core::contain::{Notice, Violation};
-use signet_core::digest::canonical_bytes;
-use signet_core::error::ValidationErrors;
-use signet_core::ids::TenantId;
 use tokio::sync::watch;
 
 use crate::cache::{ENTRY_OVERHEAD, Entry, ResolveCache};
@@ -65,7 +65,7 @@ use crate::upstream::{Connection, FetchError, ListChangedHook, Pool, UpstreamTar
 pub struct SessionCtx {
     /// The tenant.
     pub tenant: TenantId,
-    /// The Signet session id.
+    /// The Pinfold session id.
     pub session: String,
     /// When the session expires (cache entries expire with it).
     pub expires_at: SystemTime,

@@ -1,8 +1,8 @@
 //! How the resolve service's failures reach the wire.
 
 use axum::http::StatusCode;
-use signet_http::problem::ApiError;
-use signet_http::tenant::tenant_not_found;
+use pinfold_http::problem::ApiError;
+use pinfold_http::tenant::tenant_not_found;
 
 use crate::store::SessionStoreError;
 

@@ -7,19 +7,19 @@
 //! session's keys all start with the same prefix ([`session_prefix`]), which
 //! is how a session's entries are found for eviction.
 //!
-//! The arguments go through `signet_core::digest::write_canonical`: `1` and
+//! The arguments go through `pinfold_core::digest::write_canonical`: `1` and
 //! `1.0`, reordered keys, or `"\u0041"` and `"A"` give the same key.
 //!
 //! The fuzz target `resolve_key` (`fuzz/`) builds this file on its own: it must
-//! use no `crate::` path (only `signet-core`, `serde_json`, `sha2` and
+//! use no `crate::` path (only `pinfold-core`, `serde_json`, `sha2` and
 //! `jsonschema`).
 
 use std::cell::RefCell;
 use std::hash::{Hash, Hasher};
 
+use pinfold_core::digest::write_canonical;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
-use signet_core::digest::write_canonical;
 
 /// A resolve-cache key.
 #[derive(Clone, PartialEq, Eq)]

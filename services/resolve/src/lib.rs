@@ -1,4 +1,4 @@
-//! signet-resolve: the resolve-cache service. Sessions pin a trusted
+//! pinfold-resolve: the resolve-cache service. Sessions pin a trusted
 //! signature version for one principal and one upstream MCP server; within a
 //! session, `tools/resolve` and `tools/annotations` answers are fetched from
 //! the upstream once, checked against the signature, and memoized.
@@ -21,8 +21,8 @@
 //! - [`engine`]: coalescing, checking, serving, determinism;
 //! - [`stats`]: counters for `/metrics`.
 //!
-//! Like every service crate it may depend on `signet-core` and
-//! `signet-http`, never on another service crate and never on SQL.
+//! Like every service crate it may depend on `pinfold-core` and
+//! `pinfold-http`, never on another service crate and never on SQL.
 
 pub mod cache;
 mod direct;

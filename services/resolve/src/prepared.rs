@@ -5,18 +5,18 @@
 //! digest and shared by every session pinned to that version.
 //!
 //! The fuzz target `resolve_result` (`fuzz/`) builds this file on its own: it must
-//! use no `crate::` path (only `signet-core`, `serde_json`, `sha2` and
+//! use no `crate::` path (only `pinfold-core`, `serde_json`, `sha2` and
 //! `jsonschema`).
 
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
+use pinfold_core::Mode;
+use pinfold_core::card::{Limits, ServerCard, Signature, SignatureTool};
+use pinfold_core::contain::{Observation, VerifyReport, check};
+use pinfold_core::error::ValidationErrors;
+use pinfold_core::reduce::reduce_tool;
 use serde_json::{Map, Value};
-use signet_core::Mode;
-use signet_core::card::{Limits, ServerCard, Signature, SignatureTool};
-use signet_core::contain::{Observation, VerifyReport, check};
-use signet_core::error::ValidationErrors;
-use signet_core::reduce::reduce_tool;
 
 /// The `_meta` key and capability name of the tool-resolution extension.
 pub const TOOL_RESOLUTION: &str = "io.modelcontextprotocol/tool-resolution";

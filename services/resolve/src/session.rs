@@ -7,9 +7,9 @@
 //! makes a per-session cache sound; so the session is also the unit of
 //! caching, of eviction and of expiry.
 
+use pinfold_core::Mode;
+use pinfold_core::ids::{TenantId, Timestamp};
 use serde::{Deserialize, Serialize};
-use signet_core::Mode;
-use signet_core::ids::{TenantId, Timestamp};
 use utoipa::ToSchema;
 
 /// Whether resolutions are reused within a session.
@@ -91,7 +91,7 @@ impl SessionRow {
 /// An audit event the resolve service asks its store to append (kinds:
 /// `session.opened`, `session.closed`, `resolve.refused`,
 /// `resolve.nondeterministic`; never a header value or a token in `data`).
-pub use signet_core::audit::NewAuditEvent as AuditNote;
+pub use pinfold_core::audit::NewAuditEvent as AuditNote;
 
 /// Whether `id` has the shape of a session id (so that anything else is a
 /// plain 404 without a database round trip).

@@ -6,10 +6,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use pinfold_core::Mode;
+use pinfold_core::ids::{TenantId, Timestamp};
+use pinfold_http::problem::ApiError;
 use serde_json::Value;
-use signet_core::Mode;
-use signet_core::ids::{TenantId, Timestamp};
-use signet_http::problem::ApiError;
 
 use crate::engine::{Engine, SessionCtx};
 use crate::prepared::PreparedSignature;
@@ -96,7 +96,7 @@ pub struct ResolveConfig {
     /// Longest session lifetime a request may ask for.
     pub max_ttl: Duration,
     /// Limits under which stored signatures are read.
-    pub limits: signet_core::card::Limits,
+    pub limits: pinfold_core::card::Limits,
 }
 
 impl Default for ResolveConfig {
@@ -104,7 +104,7 @@ impl Default for ResolveConfig {
         ResolveConfig {
             default_ttl: Duration::from_secs(3600),
             max_ttl: Duration::from_secs(24 * 3600),
-            limits: signet_core::card::Limits::default(),
+            limits: pinfold_core::card::Limits::default(),
         }
     }
 }
@@ -182,15 +182,15 @@ impl std::fmt::Debug for LiveSession {
 /// neither; a hit is checked against the copy's own tenant and id (a hash
 /// collision is a miss).
 pub struct LiveSessions {
-    cache: signet_http::hot::HotCache<Arc<LiveSession>>,
-    hasher: signet_http::hot::KeyHasher,
+    cache: pinfold_http::hot::HotCache<Arc<LiveSession>>,
+    hasher: pinfold_http::hot::KeyHasher,
 }
 
 impl Default for LiveSessions {
     fn default() -> Self {
         LiveSessions {
-            cache: signet_http::hot::HotCache::new(100_000, Duration::from_secs(30)),
-            hasher: signet_http::hot::KeyHasher::default(),
+            cache: pinfold_http::hot::HotCache::new(100_000, Duration::from_secs(30)),
+            hasher: pinfold_http::hot::KeyHasher::default(),
         }
     }
 }
@@ -274,7 +274,7 @@ impl ResolveState {
         }
         let doc = self.signatures.document(tenant, server, version).await?;
         let limits = self.config.limits.clone();
-        let prepared = signet_http::cpu::offload(move || PreparedSignature::new(&doc, &limits))
+        let prepared = pinfold_http::cpu::offload(move || PreparedSignature::new(&doc, &limits))
             .await?
             .map_err(|e| {
                 tracing::error!(?e, "a stored signature does not prepare");

@@ -6,8 +6,8 @@
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering::Relaxed};
 use std::time::Duration;
 
+use pinfold_core::contain::ViolationKind;
 use serde::Serialize;
-use signet_core::contain::ViolationKind;
 
 /// Why a resolution fell back to the worst-case tool.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]

@@ -2,7 +2,7 @@
 //! events the service records.
 
 use async_trait::async_trait;
-use signet_core::ids::{TenantId, Timestamp};
+use pinfold_core::ids::{TenantId, Timestamp};
 
 use crate::session::{AuditNote, SessionRow};
 

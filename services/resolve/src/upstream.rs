@@ -9,7 +9,7 @@
 //! - A JSON answer, and each server-sent event of a streamed answer, is read
 //!   up to `max_response_bytes` (1 MiB by default); a larger one fails the
 //!   exchange, so an endless or oversized answer costs bounded memory.
-//! - One MCP connection per Signet session and replica, made lazily on the
+//! - One MCP connection per Pinfold session and replica, made lazily on the
 //!   first miss. With a server that offers MCP 2026-07-28 it is
 //!   sessionless (`server/discover`; the client repeats its version and
 //!   capabilities in every request's `_meta`, and list changes arrive on a
@@ -26,7 +26,7 @@
 //! - The client advertises the tool-resolution extension under
 //!   `capabilities.extensions`, sends `tools/resolve` (SEP-1862) or
 //!   `tools/annotations` (dynamic-annotations seed), and adds the session's
-//!   upstream headers — never the caller's Signet token, which this crate
+//!   upstream headers — never the caller's Pinfold token, which this crate
 //!   never sees.
 //! - `notifications/tools/list_changed` from the upstream calls the hook
 //!   given at connection time (the engine invalidates the session).
@@ -398,7 +398,7 @@ fn client_info() -> ClientConfig {
     caps.extensions = Some(ext);
     let mut info = ClientConfig::new(
         caps,
-        Implementation::new("signet-resolve", env!("CARGO_PKG_VERSION")),
+        Implementation::new("pinfold-resolve", env!("CARGO_PKG_VERSION")),
     );
     info.protocol_version = ProtocolVersion::V_2025_11_25;
     info
@@ -706,9 +706,9 @@ fn httpdate(v: &str) -> Option<SystemTime> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use signet_example_upstream::{Running, Switches};
+    use pinfold_example_upstream::{Running, Switches};
 
-    /// On a sessionless connection, Signet's own request and rmcp's give
+    /// On a sessionless connection, Pinfold's own request and rmcp's give
     /// the same answers and the same errors; a 2025-11-25 connection has
     /// no direct caller.
     #[tokio::test]

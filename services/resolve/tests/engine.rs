@@ -3,15 +3,15 @@
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use serde_json::{Value, json};
-use signet_core::Mode;
-use signet_core::card::Limits;
-use signet_core::ids::TenantId;
-use signet_example_upstream::{Running, Shape, Switches};
-use signet_resolve::{
+use pinfold_core::Mode;
+use pinfold_core::card::Limits;
+use pinfold_core::ids::TenantId;
+use pinfold_example_upstream::{Running, Shape, Switches};
+use pinfold_resolve::{
     CachePolicy, Engine, EngineConfig, PreparedSignature, Resolution, ResolveError, ResolveEvent,
     SessionCtx, Source, UpstreamTarget,
 };
+use serde_json::{Value, json};
 
 fn card() -> Value {
     let text = include_str!("../../../examples/manage-files-1.0.0.json");

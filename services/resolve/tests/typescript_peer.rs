@@ -3,7 +3,7 @@
 //! with protocol sessions; no `server/discover`, so the client falls back to `initialize`).
 //!
 //! Needs `node` and `npm ci --prefix examples/ts-upstream`. Without them the
-//! tests say so and pass, unless `SIGNET_REQUIRE_TS_PEER` is set (CI sets
+//! tests say so and pass, unless `PINFOLD_REQUIRE_TS_PEER` is set (CI sets
 //! it), in which case they fail.
 
 use std::io::{BufRead, BufReader};
@@ -12,13 +12,13 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use serde_json::{Value, json};
-use signet_core::Mode;
-use signet_core::card::Limits;
-use signet_core::ids::TenantId;
-use signet_resolve::{
+use pinfold_core::Mode;
+use pinfold_core::card::Limits;
+use pinfold_core::ids::TenantId;
+use pinfold_resolve::{
     CachePolicy, Engine, EngineConfig, PreparedSignature, SessionCtx, Source, UpstreamTarget,
 };
+use serde_json::{Value, json};
 
 struct Peer {
     child: Child,
@@ -42,7 +42,7 @@ impl Peer {
 /// run here and it is not required.
 fn start(shape: &str, stateful: bool) -> Option<Peer> {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/ts-upstream");
-    let required = std::env::var_os("SIGNET_REQUIRE_TS_PEER").is_some();
+    let required = std::env::var_os("PINFOLD_REQUIRE_TS_PEER").is_some();
     if !dir.join("node_modules/@modelcontextprotocol/sdk").is_dir() {
         assert!(
             !required,

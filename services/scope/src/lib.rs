@@ -1,7 +1,7 @@
-//! signet-scope: the scope service: OAuth provider profiles, the
+//! pinfold-scope: the scope service: OAuth provider profiles, the
 //! least-privilege scope planner's routes, and grants.
 //!
-//! The planner itself is pure and lives in `signet_core::scope`; this crate
+//! The planner itself is pure and lives in `pinfold_core::scope`; this crate
 //! feeds it published tools (through [`state::Signatures`]) and provider
 //! profiles (through [`providers::Providers`]), both traits the server
 //! implements, and shapes its answer for the wire ([`planning`]).
@@ -15,8 +15,8 @@
 //!   (the `oauth2` crate over a client that follows no redirect);
 //! - [`routes`]: the HTTP handlers.
 //!
-//! Like every service crate it may depend on `signet-core` and
-//! `signet-http`, never on another service crate and never on SQL.
+//! Like every service crate it may depend on `pinfold-core` and
+//! `pinfold-http`, never on another service crate and never on SQL.
 
 pub mod error;
 pub mod model;

@@ -2,12 +2,12 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use pinfold_core::ids::Timestamp;
+use pinfold_http::problem::FieldError;
 use serde::{Deserialize, Serialize};
-use signet_core::ids::Timestamp;
-use signet_http::problem::FieldError;
 use utoipa::ToSchema;
 
-use signet_core::scope::{Hierarchy, HierarchyError, HierarchySpec};
+use pinfold_core::scope::{Hierarchy, HierarchyError, HierarchySpec};
 
 /// A built-in scope hierarchy a profile can start from (its `hierarchy`
 /// extends the preset's).
@@ -36,7 +36,7 @@ pub enum Preset {
 #[serde(deny_unknown_fields)]
 #[schema(example = json!({
     "issuer": "https://auth.example.com",
-    "client_id": "signet",
+    "client_id": "pinfold",
     "client_secret": "s3cr3t",
     "redirect_uris": ["https://app.example.com/oauth/callback"],
     "default_scopes": ["read:user"],
@@ -55,7 +55,7 @@ pub struct ProviderBody {
     /// Token endpoint.
     #[serde(default)]
     pub token_endpoint: Option<String>,
-    /// The OAuth client id Signet's grants use.
+    /// The OAuth client id Pinfold's grants use.
     #[serde(default)]
     pub client_id: Option<String>,
     /// The client secret: write-only (sealed at rest, never returned).
@@ -127,9 +127,9 @@ pub struct Profile {
 }
 
 impl Preset {
-    /// The built-in preset of `signet-core` of the same name.
-    pub fn core(self) -> signet_core::scope::Preset {
-        use signet_core::scope::Preset as P;
+    /// The built-in preset of `pinfold-core` of the same name.
+    pub fn core(self) -> pinfold_core::scope::Preset {
+        use pinfold_core::scope::Preset as P;
         match self {
             Preset::Github => P::Github,
             Preset::Sentry => P::Sentry,
@@ -405,7 +405,7 @@ pub fn new_grant_id(at: Timestamp) -> String {
 
 /// A JSON pointer member, escaped (RFC 6901).
 pub fn ptr(base: &str, key: &str) -> String {
-    signet_core::error::pointer_push(base, key)
+    pinfold_core::error::pointer_push(base, key)
 }
 
 /// One validation error.

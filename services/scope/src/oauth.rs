@@ -42,7 +42,7 @@ pub fn http_client(config: &ScopeConfig) -> Result<reqwest::Client, String> {
 pub enum HttpError {
     /// It answered with a redirect, which is not followed.
     #[error(
-        "answered HTTP {0} (a redirect); Signet follows no redirect from an authorization server"
+        "answered HTTP {0} (a redirect); Pinfold follows no redirect from an authorization server"
     )]
     Redirect(u16),
     /// It could not be reached, or the exchange broke off.
@@ -168,7 +168,7 @@ struct Metadata {
 /// policy). The metadata's `issuer` must be identical to the one asked for
 /// (RFC 8414 §3.3), it must list `S256` in
 /// `code_challenge_methods_supported` (metadata without it is refused:
-/// Signet only sends PKCE S256), and both endpoints must pass `policy`.
+/// Pinfold only sends PKCE S256), and both endpoints must pass `policy`.
 pub async fn discover(
     client: &reqwest::Client,
     policy: &UrlPolicy,
@@ -221,7 +221,7 @@ pub async fn discover(
             .is_some_and(|m| m.iter().any(|x| x == "S256"));
         if !s256 {
             return Err(DiscoveryError::NoS256(format!(
-                "{url} does not list S256 in code_challenge_methods_supported; Signet only uses PKCE with S256"
+                "{url} does not list S256 in code_challenge_methods_supported; Pinfold only uses PKCE with S256"
             )));
         }
         let (Some(auth), Some(token)) = (meta.authorization_endpoint, meta.token_endpoint) else {
@@ -471,7 +471,7 @@ mod tests {
     #[test]
     fn authorization_urls_carry_pkce_state_scope_and_resource() {
         let c = ClientConfig {
-            client_id: "signet",
+            client_id: "pinfold",
             client_secret: None,
             authorization_endpoint: "https://as.example/authorize",
             token_endpoint: "https://as.example/token",
@@ -490,7 +490,7 @@ mod tests {
         let u = url::Url::parse(&url).unwrap();
         let q: BTreeMap<String, String> = u.query_pairs().into_owned().collect();
         assert_eq!(q["response_type"], "code");
-        assert_eq!(q["client_id"], "signet");
+        assert_eq!(q["client_id"], "pinfold");
         assert_eq!(q["state"], "st4te");
         assert_eq!(q["scope"], "read write");
         assert_eq!(q["code_challenge_method"], "S256");

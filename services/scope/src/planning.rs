@@ -3,14 +3,14 @@
 
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
-use serde_json::Value;
-use signet_core::card::SecurityScheme;
-use signet_core::error::pointer_index;
-use signet_core::scope::{
+use pinfold_core::card::SecurityScheme;
+use pinfold_core::error::pointer_index;
+use pinfold_core::scope::{
     self, PlanCall, PlanError, Strategy, declared_schemes, plan::MAX_PLAN_CALLS, tool_scopes,
 };
-use signet_http::problem::{ApiError, FieldError};
+use pinfold_http::problem::{ApiError, FieldError};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use utoipa::ToSchema;
 
 use crate::providers::ProviderView;
@@ -468,8 +468,8 @@ pub fn plan_error(e: PlanError) -> ApiError {
 mod tests {
     use std::sync::Arc;
 
+    use pinfold_core::scope::Preset;
     use serde_json::json;
-    use signet_core::scope::Preset;
 
     use super::*;
 
@@ -615,8 +615,8 @@ mod tests {
 mod session_tests {
     use std::sync::Arc;
 
+    use pinfold_core::scope::Preset;
     use serde_json::json;
-    use signet_core::scope::Preset;
 
     use super::*;
     use crate::state::SessionResolved;

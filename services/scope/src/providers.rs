@@ -7,9 +7,9 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use signet_core::ids::TenantId;
-use signet_core::scope::Hierarchy;
-use signet_http::problem::ApiError;
+use pinfold_core::ids::TenantId;
+use pinfold_core::scope::Hierarchy;
+use pinfold_http::problem::ApiError;
 
 /// A provider profile as the planner sees it.
 #[derive(Debug, Clone)]

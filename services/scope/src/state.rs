@@ -5,10 +5,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use pinfold_core::ids::{TenantId, Timestamp};
+use pinfold_http::TenantScope;
+use pinfold_http::problem::{ApiError, FieldError};
 use serde_json::Value;
-use signet_core::ids::{TenantId, Timestamp};
-use signet_http::TenantScope;
-use signet_http::problem::{ApiError, FieldError};
 
 use crate::providers::Providers;
 use crate::store::ScopeStore;
@@ -84,7 +84,7 @@ pub trait Sealer: Send + Sync + 'static {
     fn open(&self, tenant: &TenantId, context: &str, sealed: &str) -> Result<Vec<u8>, String>;
 }
 
-/// Which URLs Signet agrees to contact for a provider (discovery, the token
+/// Which URLs Pinfold agrees to contact for a provider (discovery, the token
 /// endpoint): the server's SSRF policy (`https://`, plain `http://` only to
 /// loopback, never credentials in the URL).
 pub type UrlPolicy = Arc<dyn Fn(&str) -> Result<url::Url, String> + Send + Sync>;

@@ -2,14 +2,14 @@
 //! single-use states of pending grants.
 
 use async_trait::async_trait;
-use signet_core::ids::{TenantId, Timestamp};
+use pinfold_core::ids::{TenantId, Timestamp};
 
 use crate::model::{GrantRow, GrantStatus, Profile, ProviderRow, StateRow};
 
 /// An audit event the scope service asks its store to append (kinds:
 /// `provider.updated`, `grant.created`, `grant.exchanged`, `grant.failed`;
 /// never a secret, a code, a state or a token in `data`).
-pub use signet_core::audit::NewAuditEvent as AuditNote;
+pub use pinfold_core::audit::NewAuditEvent as AuditNote;
 
 /// Store failures.
 #[derive(Debug, thiserror::Error)]

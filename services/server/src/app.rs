@@ -9,10 +9,10 @@ use axum::Router;
 use axum::extract::State;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use signet_http::Authenticator;
-use signet_http::problem::{ApiError, ProblemBody};
-use signet_http::ratelimit::RateLimiter;
-use signet_tenancy::{TenancyState, TenantStore};
+use pinfold_http::Authenticator;
+use pinfold_http::problem::{ApiError, ProblemBody};
+use pinfold_http::ratelimit::RateLimiter;
+use pinfold_tenancy::{TenancyState, TenantStore};
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 use utoipa_axum::router::OpenApiRouter;
@@ -28,12 +28,12 @@ pub struct AppContext {
     /// Tenants, policies, audit.
     pub tenants: Arc<dyn TenantStore>,
     /// The registry service.
-    pub registry: signet_registry::RegistryState,
+    pub registry: pinfold_registry::RegistryState,
     /// The resolve service.
-    pub resolve: signet_resolve::ResolveState,
+    pub resolve: pinfold_resolve::ResolveState,
     /// The scope service.
-    pub scope: signet_scope::ScopeState,
-    /// What Signet says of itself as an OAuth protected resource.
+    pub scope: pinfold_scope::ScopeState,
+    /// What Pinfold says of itself as an OAuth protected resource.
     pub protected_resource: Arc<ProtectedResource>,
     /// Token verification.
     pub authn: Arc<Authenticator>,
@@ -50,21 +50,21 @@ pub struct AppContext {
 #[derive(OpenApi)]
 #[openapi(
     info(
-        title = "Signet",
+        title = "Pinfold",
         description = "Control plane for MCP servers: a registry of immutable capability signatures, \
 a resolve cache and least-privilege scope planning. Errors are `application/problem+json` \
 (RFC 9457) with a stable `code` and the request id. Authenticate with `Authorization: Bearer <JWT>`; \
-in dev mode `signet serve` prints ready-made tokens.",
+in dev mode `pinfold serve` prints ready-made tokens.",
         license(name = "Apache-2.0"),
     ),
     modifiers(&BearerAuth),
     // Referenced by name from the policy overrides' hand-written map schema.
-    components(schemas(signet_tenancy::model::ServerOverride)),
+    components(schemas(pinfold_tenancy::model::ServerOverride)),
     tags(
         (name = "operations", description = "Health, readiness, metrics"),
         (name = "tenants", description = "Tenants, policies and the audit log"),
         (name = "registry", description = "Capability signatures: publish, review, read, diff, verify, attest"),
-        (name = "subregistry", description = "The official MCP registry's read API (/v0.1) over a tenant's approved versions: use https://<signet>/t/<tenant> as the base URL of a private subregistry. Signet's digest, attestation, enforcement mode and worst-case tools are under _meta[\"io.github.signet-dev/signet\"]; not-found answers are the official {\"error\": \"...\"}"),
+        (name = "subregistry", description = "The official MCP registry's read API (/v0.1) over a tenant's approved versions: use https://<pinfold>/t/<tenant> as the base URL of a private subregistry. Pinfold's digest, attestation, enforcement mode and worst-case tools are under _meta[\"io.github.pinfold/pinfold\"]; not-found answers are the official {\"error\": \"...\"}"),
         (name = "resolve", description = "Resolve sessions: tools/resolve and tools/annotations, fetched from the upstream once per session and checked against the signature"),
         (name = "scope", description = "OAuth scopes: the scope envelope of a version, least-privilege plans with their insufficient_scope challenge, provider profiles, and grants (PKCE S256, single-use state, RFC 8707 resource) with their ledger"),
     )
@@ -94,7 +94,7 @@ impl Modify for BearerAuth {
 struct OpsState {
     tenants: Arc<dyn TenantStore>,
     metrics: Arc<Metrics>,
-    resolve: signet_resolve::ResolveState,
+    resolve: pinfold_resolve::ResolveState,
     protected_resource: Arc<ProtectedResource>,
     rate_limiter: Option<Arc<RateLimiter>>,
 }
@@ -107,16 +107,16 @@ fn ops_router() -> OpenApiRouter<Arc<OpsState>> {
         .routes(routes!(protected_resource_metadata))
 }
 
-/// Signet as an OAuth 2.0 protected resource (RFC 9728): where its
+/// Pinfold as an OAuth 2.0 protected resource (RFC 9728): where its
 /// metadata is, and which authorization servers issue its tokens. The MCP
 /// authorization spec has clients discover it from the `resource_metadata`
 /// of a `401` challenge.
 #[derive(Debug, Clone, Default)]
 pub struct ProtectedResource {
-    /// The URL clients reach Signet at (`public_url`); when `None`, each
+    /// The URL clients reach Pinfold at (`public_url`); when `None`, each
     /// request's `Host` names it (over `http`).
     pub public_url: Option<String>,
-    /// Issuers of the tokens Signet accepts (the configured ones that are
+    /// Issuers of the tokens Pinfold accepts (the configured ones that are
     /// URLs).
     pub authorization_servers: Vec<String>,
 }
@@ -206,34 +206,36 @@ pub fn openapi() -> utoipa::openapi::OpenApi {
 /// `service_router`, nowhere else.
 pub fn openapi_for(service: Service) -> Option<utoipa::openapi::OpenApi> {
     match service {
-        Service::Tenancy => Some(signet_tenancy::router().into_openapi()),
-        Service::Registry => Some(signet_registry::router().into_openapi()),
-        Service::Resolve => Some(signet_resolve::routes::router().into_openapi()),
-        Service::Scope => Some(signet_scope::routes::router().into_openapi()),
+        Service::Tenancy => Some(pinfold_tenancy::router().into_openapi()),
+        Service::Registry => Some(pinfold_registry::router().into_openapi()),
+        Service::Resolve => Some(pinfold_resolve::routes::router().into_openapi()),
+        Service::Scope => Some(pinfold_scope::routes::router().into_openapi()),
     }
 }
 
 /// The routes of one service, with their state.
 fn service_router(ctx: &AppContext, service: Service) -> Router {
     match service {
-        Service::Tenancy => signet_tenancy::router()
-            .split_for_parts()
-            .0
-            .with_state(TenancyState {
-                store: ctx.tenants.clone(),
-                hooks: Arc::new(crate::registry_wiring::RegistryTenantHooks(
-                    ctx.registry.clone(),
-                )),
-            }),
-        Service::Registry => signet_registry::router()
+        Service::Tenancy => {
+            pinfold_tenancy::router()
+                .split_for_parts()
+                .0
+                .with_state(TenancyState {
+                    store: ctx.tenants.clone(),
+                    hooks: Arc::new(crate::registry_wiring::RegistryTenantHooks(
+                        ctx.registry.clone(),
+                    )),
+                })
+        }
+        Service::Registry => pinfold_registry::router()
             .split_for_parts()
             .0
             .with_state(ctx.registry.clone()),
-        Service::Resolve => signet_resolve::routes::router()
+        Service::Resolve => pinfold_resolve::routes::router()
             .split_for_parts()
             .0
             .with_state(ctx.resolve.clone()),
-        Service::Scope => signet_scope::routes::router()
+        Service::Scope => pinfold_scope::routes::router()
             .split_for_parts()
             .0
             .with_state(ctx.scope.clone()),
@@ -241,7 +243,7 @@ fn service_router(ctx: &AppContext, service: Service) -> Router {
 }
 
 /// The OpenAPI document as pretty JSON with a trailing newline (what
-/// `signet openapi` prints and `openapi/openapi.json` holds).
+/// `pinfold openapi` prints and `openapi/openapi.json` holds).
 pub fn openapi_json() -> String {
     let mut s = openapi().to_pretty_json().unwrap_or_else(|_| "{}".into());
     s.push('\n');
@@ -290,14 +292,14 @@ async fn readyz(State(st): State<Arc<OpsState>>) -> Result<Response, ApiError> {
     }
 }
 
-/// OAuth 2.0 protected resource metadata (RFC 9728): Signet's resource
+/// OAuth 2.0 protected resource metadata (RFC 9728): Pinfold's resource
 /// identifier and the authorization servers whose tokens it accepts.
 #[utoipa::path(get, path = "/.well-known/oauth-protected-resource", tag = "operations",
     operation_id = "protected_resource_metadata",
     responses((status = 200, description = "RFC 9728 metadata", content_type = "application/json",
-        example = json!({"resource": "https://signet.example", "authorization_servers": ["https://idp.example"],
-            "bearer_methods_supported": ["header"], "resource_name": "Signet",
-            "resource_documentation": "https://signet.example/docs"}))))]
+        example = json!({"resource": "https://pinfold.example", "authorization_servers": ["https://idp.example"],
+            "bearer_methods_supported": ["header"], "resource_name": "Pinfold",
+            "resource_documentation": "https://pinfold.example/docs"}))))]
 async fn protected_resource_metadata(
     State(st): State<Arc<OpsState>>,
     headers: axum::http::HeaderMap,
@@ -307,7 +309,7 @@ async fn protected_resource_metadata(
     let mut doc = serde_json::json!({
         "resource": base,
         "bearer_methods_supported": ["header"],
-        "resource_name": "Signet",
+        "resource_name": "Pinfold",
         "resource_documentation": format!("{base}/docs"),
     });
     if !pr.authorization_servers.is_empty() {

@@ -1,4 +1,4 @@
-//! The `signet` command line.
+//! The `pinfold` command line.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -10,9 +10,9 @@ use crate::config::{Config, Overrides, redact_url};
 use crate::devkeys::{DevKey, parse_ttl};
 use crate::services::Service;
 
-/// Signet: a control plane for MCP servers.
+/// Pinfold: a control plane for MCP servers.
 #[derive(Debug, Parser)]
-#[command(name = "signet", version, about, propagate_version = true)]
+#[command(name = "pinfold", version, about, propagate_version = true)]
 pub struct Cli {
     /// What to do.
     #[command(subcommand)]
@@ -22,7 +22,7 @@ pub struct Cli {
 /// Subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Run the server (SQLite in ./signet-data unless configured otherwise).
+    /// Run the server (SQLite in ./pinfold-data unless configured otherwise).
     Serve(ServeArgs),
     /// Apply database migrations and exit.
     Migrate(DbArgs),
@@ -33,21 +33,21 @@ pub enum Command {
     /// Work with signature documents offline (digest, reduce, verify, diff).
     #[command(subcommand)]
     Signature(crate::signature_cmd::SignatureCommand),
-    /// Publish a server card to a Signet server, from CI (exit codes in --help).
-    Publish(signet_cli::publish::PublishArgs),
+    /// Publish a server card to a Pinfold server, from CI (exit codes in --help).
+    Publish(pinfold_cli::publish::PublishArgs),
     /// Capture what a live MCP server lists (HTTP or stdio) as a draft server card; --merge folds several captures into one signature.
-    Capture(signet_cli::capture::CaptureArgs),
-    /// Check a live MCP server against its approved signature in Signet (the CI gate against rug pulls).
-    Verify(signet_cli::verify::VerifyArgs),
+    Capture(pinfold_cli::capture::CaptureArgs),
+    /// Check a live MCP server against its approved signature in Pinfold (the CI gate against rug pulls).
+    Verify(pinfold_cli::verify::VerifyArgs),
 }
 
 /// Where the database is.
 #[derive(Debug, Clone, Args)]
 pub struct DbArgs {
-    /// TOML configuration file (also $SIGNET_CONFIG).
+    /// TOML configuration file (also $PINFOLD_CONFIG).
     #[arg(long)]
     pub config: Option<PathBuf>,
-    /// Data directory for SQLite and the dev key [default: ./signet-data].
+    /// Data directory for SQLite and the dev key [default: ./pinfold-data].
     #[arg(long)]
     pub data_dir: Option<PathBuf>,
     /// postgres://... or sqlite://... [default: SQLite in the data directory].
@@ -55,7 +55,7 @@ pub struct DbArgs {
     pub database_url: Option<String>,
 }
 
-/// `signet serve`.
+/// `pinfold serve`.
 #[derive(Debug, Clone, Args)]
 pub struct ServeArgs {
     /// Database location.
@@ -74,11 +74,11 @@ pub struct ServeArgs {
     pub dev: bool,
 }
 
-/// `signet token`.
+/// `pinfold token`.
 #[derive(Debug, Clone, Args)]
 pub struct TokenArgs {
     /// Data directory holding the dev key.
-    #[arg(long, default_value = "./signet-data")]
+    #[arg(long, default_value = "./pinfold-data")]
     pub data_dir: PathBuf,
     /// The token's subject.
     #[arg(long)]
@@ -94,7 +94,7 @@ pub struct TokenArgs {
     pub ttl: String,
 }
 
-/// `signet openapi`.
+/// `pinfold openapi`.
 #[derive(Debug, Clone, Args)]
 pub struct OpenapiArgs {
     /// Instead of printing, fail (exit 1) when FILE differs from the generated document.
@@ -123,19 +123,19 @@ pub async fn run(cli: Cli) -> anyhow::Result<i32> {
             crate::signature_cmd::run(cmd, &mut std::io::stdout(), &mut std::io::stderr())
         }
         Command::Publish(args) => {
-            signet_cli::publish::run(args, &mut std::io::stdout(), &mut std::io::stderr()).await
+            pinfold_cli::publish::run(args, &mut std::io::stdout(), &mut std::io::stderr()).await
         }
         Command::Capture(args) => {
             let mut err = std::io::stderr();
-            let terminal = signet_cli::progress::Progress::stderr_is_terminal();
-            let mut progress = signet_cli::progress::Progress::new(&mut err, terminal);
-            signet_cli::capture::run(args, &mut std::io::stdout(), &mut progress).await
+            let terminal = pinfold_cli::progress::Progress::stderr_is_terminal();
+            let mut progress = pinfold_cli::progress::Progress::new(&mut err, terminal);
+            pinfold_cli::capture::run(args, &mut std::io::stdout(), &mut progress).await
         }
         Command::Verify(args) => {
             let mut err = std::io::stderr();
-            let terminal = signet_cli::progress::Progress::stderr_is_terminal();
-            let mut progress = signet_cli::progress::Progress::new(&mut err, terminal);
-            signet_cli::verify::run(args, &mut std::io::stdout(), &mut progress).await
+            let terminal = pinfold_cli::progress::Progress::stderr_is_terminal();
+            let mut progress = pinfold_cli::progress::Progress::new(&mut err, terminal);
+            pinfold_cli::verify::run(args, &mut std::io::stdout(), &mut progress).await
         }
     }
 }
@@ -147,13 +147,13 @@ pub async fn exit_code(cli: Cli) -> i32 {
     match run(cli).await {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("signet: {e:#}");
+            eprintln!("pinfold: {e:#}");
             2
         }
     }
 }
 
-/// The configuration `signet serve` runs with: defaults, file, environment,
+/// The configuration `pinfold serve` runs with: defaults, file, environment,
 /// then these flags.
 pub fn serve_config(args: &ServeArgs) -> anyhow::Result<Config> {
     let mut flags = args.db.overrides();
@@ -167,7 +167,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<i32> {
     let cfg = serve_config(&args)?;
     let telemetry = crate::telemetry::init(&cfg.telemetry, cfg.log_format())?;
     for var in crate::config::unknown_env_vars() {
-        eprintln!("signet: warning: ignoring {var}: it names no setting");
+        eprintln!("pinfold: warning: ignoring {var}: it names no setting");
     }
     let db = match cfg.backend()? {
         crate::config::Backend::Sqlite(u) => u,
@@ -193,7 +193,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<i32> {
     let mut out = std::io::stdout().lock();
     writeln!(
         out,
-        "Signet {} listening on {base}",
+        "Pinfold {} listening on {base}",
         env!("CARGO_PKG_VERSION")
     )?;
     writeln!(out, "  database:  {db}")?;
@@ -217,26 +217,26 @@ async fn serve(args: ServeArgs) -> anyhow::Result<i32> {
         )?;
         writeln!(
             out,
-            "  export SIGNET_TOKEN={}          # admin, publisher, reviewer, reader, client in tenant dev",
+            "  export PINFOLD_TOKEN={}          # admin, publisher, reviewer, reader, client in tenant dev",
             t.admin
         )?;
         writeln!(
             out,
-            "  export SIGNET_CLIENT_TOKEN={}   # client in tenant dev",
+            "  export PINFOLD_CLIENT_TOKEN={}   # client in tenant dev",
             t.client
         )?;
         writeln!(
             out,
-            "  export SIGNET_PLATFORM_TOKEN={} # platform: creates tenants",
+            "  export PINFOLD_PLATFORM_TOKEN={} # platform: creates tenants",
             t.platform
         )?;
         writeln!(
             out,
-            "\nTry:  curl -H \"Authorization: Bearer $SIGNET_TOKEN\" {base}{try_path}"
+            "\nTry:  curl -H \"Authorization: Bearer $PINFOLD_TOKEN\" {base}{try_path}"
         )?;
         writeln!(
             out,
-            "More tokens: signet token --data-dir {} --sub me --tenant dev --roles reader",
+            "More tokens: pinfold token --data-dir {} --sub me --tenant dev --roles reader",
             data_dir.display()
         )?;
     }
@@ -246,7 +246,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<i32> {
     running.wait().await?;
     // Export the last spans and metrics before exiting.
     tokio::task::spawn_blocking(move || telemetry.shutdown()).await?;
-    eprintln!("Signet stopped.");
+    eprintln!("Pinfold stopped.");
     Ok(0)
 }
 
@@ -279,13 +279,13 @@ async fn migrate(args: DbArgs) -> anyhow::Result<i32> {
     Ok(0)
 }
 
-/// `signet token`: validates the request and prints one token.
+/// `pinfold token`: validates the request and prints one token.
 pub fn token(args: TokenArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     let ttl = parse_ttl(&args.ttl)?;
     let mut roles = Vec::new();
     for r in &args.roles {
         let r = r.trim();
-        let Some(role) = signet_http::Role::parse(r) else {
+        let Some(role) = pinfold_http::Role::parse(r) else {
             bail!(
                 "unknown role {r:?} (known: platform, admin, publisher, reviewer, reader, client)"
             );
@@ -298,7 +298,7 @@ pub fn token(args: TokenArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     let tenant_roles = roles.iter().any(|r| *r != "platform");
     match &args.tenant {
         Some(t) => {
-            signet_core::ids::TenantId::parse(t)
+            pinfold_core::ids::TenantId::parse(t)
                 .map_err(|e| anyhow::anyhow!("--tenant {t:?}: {e}"))?;
         }
         None if tenant_roles => bail!("tenant roles ({}) need --tenant", roles.join(",")),
@@ -310,7 +310,7 @@ pub fn token(args: TokenArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     Ok(0)
 }
 
-/// `signet openapi`: prints the document or checks a file against it.
+/// `pinfold openapi`: prints the document or checks a file against it.
 pub fn openapi(args: OpenapiArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
     let doc = crate::app::openapi_json();
     match args.check {
@@ -326,7 +326,7 @@ pub fn openapi(args: OpenapiArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
                 Ok(0)
             } else {
                 eprintln!(
-                    "{} differs from the generated OpenAPI document; regenerate it with `cargo run -p signet-server -- openapi > {}`",
+                    "{} differs from the generated OpenAPI document; regenerate it with `cargo run -p pinfold-server -- openapi > {}`",
                     path.display(),
                     path.display()
                 );

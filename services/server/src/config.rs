@@ -1,6 +1,6 @@
-//! Configuration: defaults → TOML file → `SIGNET_*` environment → flags.
+//! Configuration: defaults → TOML file → `PINFOLD_*` environment → flags.
 //!
-//! Nested keys use `__` in the environment (`SIGNET_AUTH__LEEWAY_SECS=10`).
+//! Nested keys use `__` in the environment (`PINFOLD_AUTH__LEEWAY_SECS=10`).
 //! [`Config::validate`] runs at startup and names the first bad setting.
 
 use std::net::SocketAddr;
@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, bail};
 use figment::Figment;
 use figment::providers::{Env, Format, Serialized, Toml};
+use pinfold_core::card::Limits;
 use serde::{Deserialize, Serialize};
-use signet_core::card::Limits;
 
 use crate::services::Service;
 use crate::telemetry::{LogFormat, TelemetryConfig};
@@ -21,8 +21,8 @@ use crate::telemetry::{LogFormat, TelemetryConfig};
 pub struct Config {
     /// Address to listen on.
     pub listen: String,
-    /// The URL clients reach this server at (`https://signet.example`):
-    /// Signet's resource identifier in its RFC 9728 metadata and in the
+    /// The URL clients reach this server at (`https://pinfold.example`):
+    /// Pinfold's resource identifier in its RFC 9728 metadata and in the
     /// `resource_metadata` of every `401`. Empty: each request's `Host`
     /// names it, over `http` (fine on loopback, wrong behind TLS).
     #[serde(default)]
@@ -32,16 +32,16 @@ pub struct Config {
     /// `postgres://...` or `sqlite://...`; empty means SQLite in `data_dir`.
     pub database_url: String,
     /// PostgreSQL only: the role owning the schema, which applies
-    /// migrations (`signet migrate`, and `migrate_on_start`), while
+    /// migrations (`pinfold migrate`, and `migrate_on_start`), while
     /// `database_url` names the runtime login role (a member of
-    /// `signet_runtime`: owns nothing, no superuser, no `BYPASSRLS`). Unset:
+    /// `pinfold_runtime`: owns nothing, no superuser, no `BYPASSRLS`). Unset:
     /// migrations run over `database_url`. A secret (it may hold a
     /// password): never serialised.
     #[serde(default, skip_serializing)]
     pub database_owner_url: Option<String>,
     /// Services whose routes this process serves: any of `tenancy`,
     /// `registry`, `resolve`, `scope` (a list, or one comma-separated string
-    /// as in `SIGNET_SERVICES=tenancy,registry`). The operational routes are
+    /// as in `PINFOLD_SERVICES=tenancy,registry`). The operational routes are
     /// always served. See [`crate::services`].
     #[serde(deserialize_with = "list_or_commas")]
     pub services: Vec<String>,
@@ -118,7 +118,7 @@ impl ClassLimits {
 }
 
 /// `[rate_limits]`: token buckets charged when a request is admitted to a
-/// tenant (see `signet_http::ratelimit`); over either → `429 rate_limited`
+/// tenant (see `pinfold_http::ratelimit`); over either → `429 rate_limited`
 /// with `Retry-After`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -155,9 +155,9 @@ impl Default for RateLimitSettings {
 }
 
 impl RateLimitSettings {
-    /// Each class with its limits, in [`signet_http::ratelimit::RouteClass::ALL`] order.
-    pub fn classes(&self) -> [(signet_http::ratelimit::RouteClass, ClassLimits); 5] {
-        use signet_http::ratelimit::RouteClass as C;
+    /// Each class with its limits, in [`pinfold_http::ratelimit::RouteClass::ALL`] order.
+    pub fn classes(&self) -> [(pinfold_http::ratelimit::RouteClass, ClassLimits); 5] {
+        use pinfold_http::ratelimit::RouteClass as C;
         [
             (C::Publish, self.publish),
             (C::Resolve, self.resolve),
@@ -170,9 +170,9 @@ impl RateLimitSettings {
     /// The limiter these settings describe (`None` when disabled).
     pub fn limiter(
         &self,
-        clock: signet_http::ratelimit::Clock,
-    ) -> Option<std::sync::Arc<signet_http::ratelimit::RateLimiter>> {
-        use signet_http::ratelimit::{Limits, Rate, RateLimiter};
+        clock: pinfold_http::ratelimit::Clock,
+    ) -> Option<std::sync::Arc<pinfold_http::ratelimit::RateLimiter>> {
+        use pinfold_http::ratelimit::{Limits, Rate, RateLimiter};
         if !self.enabled {
             return None;
         }
@@ -369,8 +369,8 @@ pub struct ClaimRuleSettings {
 
 impl ClaimRuleSettings {
     /// The checked rule.
-    pub fn rule(&self) -> Result<signet_http::auth::ClaimRule, signet_http::auth::RuleError> {
-        signet_http::auth::ClaimRule::new(
+    pub fn rule(&self) -> Result<pinfold_http::auth::ClaimRule, pinfold_http::auth::RuleError> {
+        pinfold_http::auth::ClaimRule::new(
             self.matches.iter().map(|(k, v)| (k.as_str(), v.as_str())),
             &self.tenant,
             &self.roles,
@@ -395,7 +395,7 @@ impl Default for Config {
         Self {
             listen: "127.0.0.1:8080".into(),
             public_url: String::new(),
-            data_dir: PathBuf::from("./signet-data"),
+            data_dir: PathBuf::from("./pinfold-data"),
             database_url: String::new(),
             services: Service::ALL.map(|s| s.name().to_owned()).to_vec(),
             dev: false,
@@ -455,12 +455,12 @@ pub enum Backend {
 }
 
 impl Config {
-    /// Loads defaults, then `file` (or `$SIGNET_CONFIG`), then `SIGNET_*`, then flags.
+    /// Loads defaults, then `file` (or `$PINFOLD_CONFIG`), then `PINFOLD_*`, then flags.
     pub fn load(file: Option<&Path>, flags: &Overrides) -> anyhow::Result<Config> {
         let mut fig = Figment::from(Serialized::defaults(Config::default()));
         let file = file
             .map(Path::to_path_buf)
-            .or_else(|| std::env::var_os("SIGNET_CONFIG").map(PathBuf::from));
+            .or_else(|| std::env::var_os("PINFOLD_CONFIG").map(PathBuf::from));
         if let Some(path) = &file {
             if !path.exists() {
                 bail!("config file {} does not exist", path.display());
@@ -470,7 +470,7 @@ impl Config {
         let known = config_keys();
         fig = fig
             .merge(
-                Env::prefixed("SIGNET_")
+                Env::prefixed("PINFOLD_")
                     .filter(move |k| known.iter().any(|f| env_key_matches(k.as_str(), f)))
                     .split("__"),
             )
@@ -486,7 +486,7 @@ impl Config {
         Ok(cfg)
     }
 
-    /// What Signet says of itself as an OAuth protected resource.
+    /// What Pinfold says of itself as an OAuth protected resource.
     pub fn protected_resource(&self) -> crate::app::ProtectedResource {
         crate::app::ProtectedResource {
             public_url: (!self.public_url.is_empty()).then(|| self.public_url.clone()),
@@ -571,7 +571,7 @@ impl Config {
                 bail!("limits.{name} must be greater than 0");
             }
         }
-        if self.auth.leeway_secs > signet_http::auth::MAX_LEEWAY_SECS {
+        if self.auth.leeway_secs > pinfold_http::auth::MAX_LEEWAY_SECS {
             bail!(
                 "auth.leeway_secs must be at most 30 (got {})",
                 self.auth.leeway_secs
@@ -658,7 +658,7 @@ impl Config {
     pub fn backend(&self) -> anyhow::Result<Backend> {
         let url = self.database_url.trim();
         if url.is_empty() {
-            let path = self.data_dir.join("signet.db");
+            let path = self.data_dir.join("pinfold.db");
             return Ok(Backend::Sqlite(format!("sqlite://{}", path.display())));
         }
         if url.starts_with("postgres://") || url.starts_with("postgresql://") {
@@ -730,7 +730,7 @@ fn list_or_commas<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>,
     })
 }
 
-/// The top-level configuration keys (what `SIGNET_<KEY>` may name).
+/// The top-level configuration keys (what `PINFOLD_<KEY>` may name).
 pub fn config_keys() -> Vec<String> {
     let mut keys: Vec<String> = match serde_json::to_value(Config::default()) {
         Ok(serde_json::Value::Object(m)) => m.keys().cloned().collect(),
@@ -750,19 +750,19 @@ fn env_key_matches(key: &str, field: &str) -> bool {
             .is_some_and(|rest| rest.starts_with("__"))
 }
 
-/// `SIGNET_*` environment variables that name no setting (ignored; `serve`
+/// `PINFOLD_*` environment variables that name no setting (ignored; `serve`
 /// warns about them, since a typo would otherwise go unnoticed). Variables
-/// the tooling uses (`SIGNET_CONFIG`, `SIGNET_BIN`, `SIGNET_REALDATA`,
-/// `SIGNET_TEST_*`, `SIGNET_CI_*`) are not reported.
+/// the tooling uses (`PINFOLD_CONFIG`, `PINFOLD_BIN`, `PINFOLD_REALDATA`,
+/// `PINFOLD_TEST_*`, `PINFOLD_CI_*`) are not reported.
 pub fn unknown_env_vars() -> Vec<String> {
     let known = config_keys();
     let mut out: Vec<String> = std::env::vars_os()
         .filter_map(|(k, _)| k.into_string().ok())
-        .filter_map(|k| k.strip_prefix("SIGNET_").map(str::to_owned))
+        .filter_map(|k| k.strip_prefix("PINFOLD_").map(str::to_owned))
         .filter(|k| !matches!(k.as_str(), "CONFIG" | "BIN" | "REALDATA"))
         .filter(|k| !k.starts_with("TEST_") && !k.starts_with("CI_"))
         .filter(|k| !known.iter().any(|f| env_key_matches(k, f)))
-        .map(|k| format!("SIGNET_{k}"))
+        .map(|k| format!("PINFOLD_{k}"))
         .collect();
     out.sort();
     out
@@ -791,7 +791,7 @@ mod tests {
         Config::default().validate().unwrap();
         assert_eq!(
             Config::default().backend().unwrap(),
-            Backend::Sqlite("sqlite://./signet-data/signet.db".into())
+            Backend::Sqlite("sqlite://./pinfold-data/pinfold.db".into())
         );
     }
 
@@ -831,7 +831,7 @@ mod tests {
     fn issuer(url: &str) -> IssuerSettings {
         IssuerSettings {
             issuer: url.into(),
-            audience: "signet".into(),
+            audience: "pinfold".into(),
             algorithms: vec!["HS256".into()],
             jwks_url: None,
             public_key_file: None,
@@ -866,7 +866,7 @@ mod tests {
         c.dev = true;
         let e = c.validate().unwrap_err().to_string();
         assert!(
-            e.starts_with("auth.issuers[0].issuer: \"signet-dev\" is the dev issuer"),
+            e.starts_with("auth.issuers[0].issuer: \"pinfold-dev\" is the dev issuer"),
             "{e}"
         );
     }
@@ -908,7 +908,7 @@ mod tests {
         let mut c = Config::default();
         c.auth.issuers.push(IssuerSettings {
             issuer: "https://login.example.com/".into(),
-            audience: "signet".into(),
+            audience: "pinfold".into(),
             algorithms: vec!["RS256".into()],
             jwks_url: Some(url.into()),
             public_key_file: None,
@@ -923,7 +923,7 @@ mod tests {
         let mut c = Config::default();
         c.auth.issuers.push(IssuerSettings {
             issuer: "https://login.example.com/".into(),
-            audience: "signet".into(),
+            audience: "pinfold".into(),
             algorithms: vec!["HS256".into()],
             jwks_url: None,
             public_key_file: None,
@@ -972,7 +972,7 @@ mod tests {
 
     fn load_toml(text: &str) -> anyhow::Result<Config> {
         let file =
-            std::env::temp_dir().join(format!("signet-config-{}.toml", uuid::Uuid::new_v4()));
+            std::env::temp_dir().join(format!("pinfold-config-{}.toml", uuid::Uuid::new_v4()));
         std::fs::write(&file, text).unwrap();
         let cfg = Config::load(Some(&file), &Overrides::default());
         let _ = std::fs::remove_file(&file);
@@ -982,7 +982,7 @@ mod tests {
     const GITHUB_ISSUER: &str = r#"
 [[auth.issuers]]
 issuer = "https://token.actions.githubusercontent.com"
-audience = "https://signet.example"
+audience = "https://pinfold.example"
 algorithms = ["RS256"]
 jwks_url = "https://token.actions.githubusercontent.com/.well-known/jwks"
 "#;
@@ -992,7 +992,7 @@ jwks_url = "https://token.actions.githubusercontent.com/.well-known/jwks"
         let cfg = load_toml(&format!(
             r#"{GITHUB_ISSUER}
 [[auth.issuers.rules]]
-match = {{ repository_owner = "acme", job_workflow_ref = "acme/infra/.github/workflows/signet.yml@refs/heads/main" }}
+match = {{ repository_owner = "acme", job_workflow_ref = "acme/infra/.github/workflows/pinfold.yml@refs/heads/main" }}
 tenant = "acme"
 roles = ["publisher"]
 
@@ -1010,18 +1010,18 @@ roles = ["reader", "client"]
         let r = rules[1].rule().unwrap();
         assert_eq!(
             r.roles(),
-            &[signet_http::Role::Reader, signet_http::Role::Client]
+            &[pinfold_http::Role::Reader, pinfold_http::Role::Client]
         );
         let built = crate::serve::issuer_configs(&cfg).unwrap();
         assert!(matches!(
             &built[0].mapping,
-            signet_http::auth::ClaimMapping::Rules(r) if r.len() == 2
+            pinfold_http::auth::ClaimMapping::Rules(r) if r.len() == 2
         ));
         // No rules: the token's own claims.
         let plain = load_toml(GITHUB_ISSUER).unwrap();
         assert!(matches!(
             crate::serve::issuer_configs(&plain).unwrap()[0].mapping,
-            signet_http::auth::ClaimMapping::FromToken
+            pinfold_http::auth::ClaimMapping::FromToken
         ));
     }
 
@@ -1104,7 +1104,7 @@ roles = ["reader", "client"]
         assert!(!cfg.rate_limits.enabled);
         assert!(
             cfg.rate_limits
-                .limiter(signet_http::ratelimit::Clock::system())
+                .limiter(pinfold_http::ratelimit::Clock::system())
                 .is_none()
         );
         assert_eq!(cfg.rate_limits.publish.tenant_rate, 0.5);
@@ -1115,7 +1115,7 @@ roles = ["reader", "client"]
         assert!(
             Config::default()
                 .rate_limits
-                .limiter(signet_http::ratelimit::Clock::system())
+                .limiter(pinfold_http::ratelimit::Clock::system())
                 .is_some()
         );
         for (text, want) in [

@@ -226,7 +226,7 @@ mod tests {
 
     /// Schema attributes need literals, so the "not only white space"
     /// pattern is repeated where a field uses it; every copy must be the
-    /// one `signet_http` defines (and `str::trim` agrees with).
+    /// one `pinfold_http` defines (and `str::trim` agrees with).
     #[test]
     fn every_not_blank_pattern_is_the_shared_one() {
         let doc = serde_json::to_value(crate::app::openapi()).unwrap();
@@ -234,7 +234,7 @@ mod tests {
         for (schema, field) in [("CreateTenant", "name"), ("StatusBody", "reason")] {
             assert_eq!(
                 schemas[schema]["properties"][field]["pattern"],
-                signet_http::NOT_BLANK_PATTERN,
+                pinfold_http::NOT_BLANK_PATTERN,
                 "{schema}.{field}"
             );
         }

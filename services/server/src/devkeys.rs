@@ -1,8 +1,8 @@
 //! The development signing key and token minting.
 //!
-//! In dev mode Signet signs its own tokens with an Ed25519 key generated once
+//! In dev mode Pinfold signs its own tokens with an Ed25519 key generated once
 //! into the data directory (`dev-signing-key.p8`, PKCS#8, mode 0600). The
-//! matching issuer is `signet-dev` with audience `signet`. Never use dev mode
+//! matching issuer is `pinfold-dev` with audience `pinfold`. Never use dev mode
 //! on a network-facing deployment: anyone with the data directory can mint
 //! tokens.
 
@@ -18,9 +18,9 @@ use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header};
 use serde::Serialize;
 
 /// Issuer of dev tokens.
-pub const DEV_ISSUER: &str = "signet-dev";
+pub const DEV_ISSUER: &str = "pinfold-dev";
 /// Audience of dev tokens.
-pub const DEV_AUDIENCE: &str = "signet";
+pub const DEV_AUDIENCE: &str = "pinfold";
 const KEY_FILE: &str = "dev-signing-key.p8";
 
 /// A loaded dev key.
@@ -67,7 +67,7 @@ impl DevKey {
     pub fn load(data_dir: &Path) -> anyhow::Result<DevKey> {
         if !data_dir.join(KEY_FILE).exists() {
             bail!(
-                "no dev signing key in {}; run `signet serve --data-dir {}` once (it creates one)",
+                "no dev signing key in {}; run `pinfold serve --data-dir {}` once (it creates one)",
                 data_dir.display(),
                 data_dir.display()
             );

@@ -33,10 +33,10 @@ use std::time::{Duration, Instant};
 use axum::extract::{DefaultBodyLimit, MatchedPath, Request};
 use axum::http::{HeaderName, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use signet_http::Authenticator;
-use signet_http::body::too_large;
-use signet_http::problem::{ApiError, NotAProblem, PROBLEM_JSON, RenderedProblem};
-use signet_http::ratelimit::{Charge, RateLimiter};
+use pinfold_http::Authenticator;
+use pinfold_http::body::too_large;
+use pinfold_http::problem::{ApiError, NotAProblem, PROBLEM_JSON, RenderedProblem};
+use pinfold_http::ratelimit::{Charge, RateLimiter};
 use tower::{Layer, Service};
 
 use crate::app::{ProtectedResource, add_resource_metadata};

@@ -42,11 +42,11 @@ use axum::body::HttpBody;
 use axum::http::{HeaderValue, Method, Request, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use futures::future::{Either, Ready, ready};
-use signet_http::Authenticator;
-use signet_http::auth::Role;
-use signet_http::ratelimit::{RateLimiter, RouteClass};
-use signet_registry::RegistryState;
-use signet_registry::index::VERSION_ROUTE;
+use pinfold_http::Authenticator;
+use pinfold_http::auth::Role;
+use pinfold_http::ratelimit::{RateLimiter, RouteClass};
+use pinfold_registry::RegistryState;
+use pinfold_registry::index::VERSION_ROUTE;
 use tower::Service;
 
 use crate::edge;
@@ -194,7 +194,7 @@ impl Fast {
         let mut buf = [0u8; MAX_NAME_BYTES];
         let key = canonical_server(server, &mut buf)?;
         let etag =
-            signet_registry::index::not_modified(&self.registry.index, own, key, version, inm)?;
+            pinfold_registry::index::not_modified(&self.registry.index, own, key, version, inm)?;
         // From here on the fast path answers, whatever happens.
         let start = Instant::now();
         let rid = edge::request_id(headers);
@@ -281,7 +281,7 @@ mod tests {
 
     #[test]
     fn the_route_constant_is_the_registry_route() {
-        let doc = signet_registry::router().into_openapi();
+        let doc = pinfold_registry::router().into_openapi();
         let item = doc
             .paths
             .paths

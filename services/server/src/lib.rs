@@ -1,4 +1,4 @@
-//! signet-server: the `signet` binary's library.
+//! pinfold-server: the `pinfold` binary's library.
 //!
 //! It owns configuration, startup and shutdown, the composition of the
 //! service routers into one application, the OpenAPI document, metrics,

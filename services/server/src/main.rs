@@ -1,4 +1,4 @@
-//! The `signet` binary.
+//! The `pinfold` binary.
 
 use clap::Parser as _;
 
@@ -13,6 +13,6 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 #[tokio::main]
 async fn main() {
-    let cli = signet_server::cli::Cli::parse();
-    std::process::exit(signet_server::cli::exit_code(cli).await);
+    let cli = pinfold_server::cli::Cli::parse();
+    std::process::exit(pinfold_server::cli::exit_code(cli).await);
 }

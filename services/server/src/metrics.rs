@@ -9,10 +9,10 @@
 //!
 //! | Prometheus                              | OTLP                           | type      | labels               |
 //! |-----------------------------------------|--------------------------------|-----------|----------------------|
-//! | `signet_http_requests_total`            | `signet.http.requests`         | counter   | route, method, status|
-//! | `signet_http_request_duration_seconds`  | `signet.http.request.duration` | histogram | route, method, status|
-//! | `signet_build_info`                     | `signet.build.info`            | gauge     | version              |
-//! | `signet_rate_limited_total`             | (Prometheus only)              | counter   | class, scope         |
+//! | `pinfold_http_requests_total`            | `pinfold.http.requests`         | counter   | route, method, status|
+//! | `pinfold_http_request_duration_seconds`  | `pinfold.http.request.duration` | histogram | route, method, status|
+//! | `pinfold_build_info`                     | `pinfold.build.info`            | gauge     | version              |
+//! | `pinfold_rate_limited_total`             | (Prometheus only)              | counter   | class, scope         |
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -26,7 +26,7 @@ pub const LABEL_ROUTE: &str = "route";
 pub const LABEL_METHOD: &str = "method";
 /// Label: the response status code.
 pub const LABEL_STATUS: &str = "status";
-/// Label: the build version (`signet_build_info`).
+/// Label: the build version (`pinfold_build_info`).
 pub const LABEL_VERSION: &str = "version";
 /// The `route` label of requests no route matched.
 pub const UNMATCHED_ROUTE: &str = "unmatched";
@@ -49,22 +49,22 @@ pub struct MetricName {
 
 /// Requests handled (counter).
 pub const HTTP_REQUESTS: MetricName = MetricName {
-    prometheus: "signet_http_requests_total",
-    otlp: "signet.http.requests",
+    prometheus: "pinfold_http_requests_total",
+    otlp: "pinfold.http.requests",
     help: "HTTP requests handled.",
 };
 
 /// Request latency in seconds (histogram over [`BUCKETS`]).
 pub const HTTP_DURATION: MetricName = MetricName {
-    prometheus: "signet_http_request_duration_seconds",
-    otlp: "signet.http.request.duration",
+    prometheus: "pinfold_http_request_duration_seconds",
+    otlp: "pinfold.http.request.duration",
     help: "HTTP request latency.",
 };
 
 /// Build information (gauge, always 1, labelled with the version).
 pub const BUILD_INFO: MetricName = MetricName {
-    prometheus: "signet_build_info",
-    otlp: "signet.build.info",
+    prometheus: "pinfold_build_info",
+    otlp: "pinfold.build.info",
     help: "Build information.",
 };
 
@@ -301,13 +301,13 @@ fn escape(s: &str) -> String {
 }
 
 /// Requests refused by a rate limit (counter, Prometheus only).
-pub const RATE_LIMITED: &str = "signet_rate_limited_total";
+pub const RATE_LIMITED: &str = "pinfold_rate_limited_total";
 
-/// Appends `signet_rate_limited_total{class,scope}`: requests answered
+/// Appends `pinfold_rate_limited_total{class,scope}`: requests answered
 /// `429` per route class and bucket scope (`tenant` or `principal`). Both
 /// labels are fixed sets.
-pub fn render_rate_limited(limiter: &signet_http::ratelimit::RateLimiter, out: &mut String) {
-    use signet_http::ratelimit::{LimitScope, RouteClass};
+pub fn render_rate_limited(limiter: &pinfold_http::ratelimit::RateLimiter, out: &mut String) {
+    use pinfold_http::ratelimit::{LimitScope, RouteClass};
     let _ = writeln!(
         out,
         "# HELP {RATE_LIMITED} Requests refused by a rate limit.\n# TYPE {RATE_LIMITED} counter"
@@ -331,18 +331,18 @@ pub fn render_rate_limited(limiter: &signet_http::ratelimit::RateLimiter, out: &
 ///
 /// | Prometheus                                      | type      | labels |
 /// |-------------------------------------------------|-----------|--------|
-/// | `signet_resolve_hits_total`                     | counter   |        |
-/// | `signet_resolve_misses_total`                   | counter   |        |
-/// | `signet_resolve_coalesced_waits_total`          | counter   |        |
-/// | `signet_resolve_static_total`                   | counter   |        |
-/// | `signet_resolve_upstream_calls_total`           | counter   |        |
-/// | `signet_resolve_share_refusals_total`           | counter   |        |
-/// | `signet_resolve_fallbacks_total`                | counter   | reason |
-/// | `signet_resolve_violations_total`               | counter   | kind   |
-/// | `signet_resolve_upstream_duration_seconds`      | histogram |        |
-/// | `signet_resolve_cache_bytes`                    | gauge     |        |
-/// | `signet_resolve_cache_entries`                  | gauge     |        |
-pub fn render_resolve(s: &signet_resolve::StatsSnapshot, out: &mut String) {
+/// | `pinfold_resolve_hits_total`                     | counter   |        |
+/// | `pinfold_resolve_misses_total`                   | counter   |        |
+/// | `pinfold_resolve_coalesced_waits_total`          | counter   |        |
+/// | `pinfold_resolve_static_total`                   | counter   |        |
+/// | `pinfold_resolve_upstream_calls_total`           | counter   |        |
+/// | `pinfold_resolve_share_refusals_total`           | counter   |        |
+/// | `pinfold_resolve_fallbacks_total`                | counter   | reason |
+/// | `pinfold_resolve_violations_total`               | counter   | kind   |
+/// | `pinfold_resolve_upstream_duration_seconds`      | histogram |        |
+/// | `pinfold_resolve_cache_bytes`                    | gauge     |        |
+/// | `pinfold_resolve_cache_entries`                  | gauge     |        |
+pub fn render_resolve(s: &pinfold_resolve::StatsSnapshot, out: &mut String) {
     let mut scalar = |name: &str, kind: &str, help: &str, v: u64| {
         let _ = writeln!(
             out,
@@ -350,49 +350,49 @@ pub fn render_resolve(s: &signet_resolve::StatsSnapshot, out: &mut String) {
         );
     };
     scalar(
-        "signet_resolve_hits_total",
+        "pinfold_resolve_hits_total",
         "counter",
         "Resolutions served from the session cache.",
         s.hits,
     );
     scalar(
-        "signet_resolve_misses_total",
+        "pinfold_resolve_misses_total",
         "counter",
         "Resolutions that needed an upstream answer.",
         s.misses,
     );
     scalar(
-        "signet_resolve_coalesced_waits_total",
+        "pinfold_resolve_coalesced_waits_total",
         "counter",
         "Misses that waited on an identical in-flight upstream call.",
         s.coalesced_waits,
     );
     scalar(
-        "signet_resolve_static_total",
+        "pinfold_resolve_static_total",
         "counter",
         "Resolutions of tools that do not resolve (worst case, no upstream call).",
         s.static_answers,
     );
     scalar(
-        "signet_resolve_upstream_calls_total",
+        "pinfold_resolve_upstream_calls_total",
         "counter",
         "Upstream tools/resolve and tools/annotations requests.",
         s.upstream_calls,
     );
     scalar(
-        "signet_resolve_share_refusals_total",
+        "pinfold_resolve_share_refusals_total",
         "counter",
         "Answers not cached because their tenant was at its share.",
         s.share_refusals,
     );
     scalar(
-        "signet_resolve_cache_bytes",
+        "pinfold_resolve_cache_bytes",
         "gauge",
         "Bytes held by the resolve cache.",
         s.cache_bytes,
     );
     scalar(
-        "signet_resolve_cache_entries",
+        "pinfold_resolve_cache_entries",
         "gauge",
         "Entries in the resolve cache.",
         s.cache_entries,
@@ -404,18 +404,18 @@ pub fn render_resolve(s: &signet_resolve::StatsSnapshot, out: &mut String) {
         }
     };
     labelled(
-        "signet_resolve_fallbacks_total",
+        "pinfold_resolve_fallbacks_total",
         "Worst-case answers served instead of the upstream's, by reason.",
         "reason",
         &s.fallbacks,
     );
     labelled(
-        "signet_resolve_violations_total",
+        "pinfold_resolve_violations_total",
         "Upstream answers outside the signature or not deterministic, by kind.",
         "kind",
         &s.violations,
     );
-    let name = "signet_resolve_upstream_duration_seconds";
+    let name = "pinfold_resolve_upstream_duration_seconds";
     let _ = writeln!(
         out,
         "# HELP {name} Upstream resolve latency.\n# TYPE {name} histogram"
@@ -455,13 +455,13 @@ mod tests {
         );
         let text = m.render();
         assert!(text.contains(
-            "signet_http_requests_total{route=\"/healthz\",method=\"GET\",status=\"200\"} 2"
+            "pinfold_http_requests_total{route=\"/healthz\",method=\"GET\",status=\"200\"} 2"
         ));
         assert!(text.contains("le=\"0.0005\"} 1"));
         assert!(text.contains("le=\"0.05\"} 2"));
-        assert!(text.contains("signet_http_request_duration_seconds_count{route=\"/healthz\",method=\"GET\",status=\"200\"} 2"));
-        assert!(text.contains("# TYPE signet_http_requests_total counter\n"));
-        assert!(text.contains("signet_build_info{version=\""));
+        assert!(text.contains("pinfold_http_request_duration_seconds_count{route=\"/healthz\",method=\"GET\",status=\"200\"} 2"));
+        assert!(text.contains("# TYPE pinfold_http_requests_total counter\n"));
+        assert!(text.contains("pinfold_build_info{version=\""));
     }
 
     #[test]
@@ -480,15 +480,15 @@ mod tests {
         m.record(&c, &get, 200, Duration::from_micros(50));
         let text = m.render();
         assert!(text.contains(
-            "signet_http_requests_total{route=\"/v1/tenants/{tenant}\",method=\"GET\",status=\"200\"} 3"
+            "pinfold_http_requests_total{route=\"/v1/tenants/{tenant}\",method=\"GET\",status=\"200\"} 3"
         ), "{text}");
         assert!(text.contains(
-            "signet_http_requests_total{route=\"/v1/tenants/{tenant}/x\",method=\"GET\",status=\"200\"} 1"
+            "pinfold_http_requests_total{route=\"/v1/tenants/{tenant}/x\",method=\"GET\",status=\"200\"} 1"
         ), "{text}");
         // Buckets are cumulative in the text.
         let bucket = |le: &str| {
             format!(
-                "signet_http_request_duration_seconds_bucket{{route=\"/v1/tenants/{{tenant}}\",method=\"GET\",status=\"200\",le=\"{le}\"}}"
+                "pinfold_http_request_duration_seconds_bucket{{route=\"/v1/tenants/{{tenant}}\",method=\"GET\",status=\"200\",le=\"{le}\"}}"
             )
         };
         assert!(

@@ -1,6 +1,6 @@
 //! Which rate-limit class each tenant route belongs to.
 //!
-//! The limiter itself is `signet_http::ratelimit`; the edge looks the
+//! The limiter itself is `pinfold_http::ratelimit`; the edge looks the
 //! matched route up here and hands `TenantScope` the class to charge. The
 //! table names every tenant route explicitly (a test fails when the OpenAPI
 //! document lists one that is not here), so a new route is classified on
@@ -18,7 +18,7 @@
 //! are not limited.
 
 use axum::http::Method;
-use signet_http::ratelimit::RouteClass;
+use pinfold_http::ratelimit::RouteClass;
 
 /// The class of a route, by method and route template; `None` for a route
 /// no tenant is admitted to.

@@ -6,14 +6,14 @@ use std::sync::Arc;
 
 use anyhow::{Context as _, bail};
 use async_trait::async_trait;
-use signet_core::card::Limits;
-use signet_core::ids::TenantId;
-use signet_registry::index::EtagIndex;
-use signet_registry::keys::Keyring;
-use signet_registry::{
+use pinfold_core::card::Limits;
+use pinfold_core::ids::TenantId;
+use pinfold_registry::index::EtagIndex;
+use pinfold_registry::keys::Keyring;
+use pinfold_registry::{
     EnforcementModes, PolicySource, RegistryPolicy, RegistryState, RegistryStoreError,
 };
-use signet_tenancy::{StoreError, TenantStore};
+use pinfold_tenancy::{StoreError, TenantStore};
 
 use crate::config::Config;
 use crate::store::Store;
@@ -69,9 +69,9 @@ impl PolicySource for TenancyPolicies {
 pub struct RegistryTenantHooks(pub RegistryState);
 
 #[async_trait]
-impl signet_tenancy::TenantHooks for RegistryTenantHooks {
+impl pinfold_tenancy::TenantHooks for RegistryTenantHooks {
     async fn tenant_created(&self, tenant: &TenantId) -> Result<(), String> {
-        signet_registry::service::tenant_key(&self.0, tenant)
+        pinfold_registry::service::tenant_key(&self.0, tenant)
             .await
             .map(|_| ())
             .map_err(|e| e.to_string())
@@ -118,6 +118,6 @@ pub fn registry_state(store: &Store, keyring: Arc<Keyring>, limits: Limits) -> R
         keyring,
         index,
         limits,
-        views: Arc::new(signet_registry::subregistry::ViewCache::default()),
+        views: Arc::new(pinfold_registry::subregistry::ViewCache::default()),
     }
 }

@@ -6,18 +6,18 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use serde_json::Value;
-use signet_core::ids::TenantId;
-use signet_http::problem::ApiError;
-use signet_registry::RegistryState;
-use signet_registry::keys::Keyring;
-use signet_registry::model::Status;
-use signet_resolve::{
+use pinfold_core::ids::TenantId;
+use pinfold_http::problem::ApiError;
+use pinfold_registry::RegistryState;
+use pinfold_registry::keys::Keyring;
+use pinfold_registry::model::Status;
+use pinfold_resolve::{
     CachePolicy, Engine, EngineConfig, LiveSessions, Pinned, ResolveConfig, ResolveState, Sealer,
     ServerPolicy, Signatures, Standing,
 };
-use signet_tenancy::model::ResolveCache;
-use signet_tenancy::{StoreError, TenantStore};
+use pinfold_tenancy::model::ResolveCache;
+use pinfold_tenancy::{StoreError, TenantStore};
+use serde_json::Value;
 
 use crate::config::ResolveSettings;
 use crate::store::Store;
@@ -47,16 +47,16 @@ impl Signatures for RegistrySignatures {
         server: &str,
         version: &str,
     ) -> Result<Pinned, ApiError> {
-        let key = signet_registry::error::server_key(server)?;
+        let key = pinfold_registry::error::server_key(server)?;
         let key = key.canonical().to_owned();
         let exact =
-            signet_registry::service::resolve_version(&self.registry, tenant, &key, version)
+            pinfold_registry::service::resolve_version(&self.registry, tenant, &key, version)
                 .await?;
-        let idx = signet_registry::service::server_index(&self.registry, tenant, &key).await?;
+        let idx = pinfold_registry::service::server_index(&self.registry, tenant, &key).await?;
         let entry = idx
             .entries
             .get(&exact)
-            .ok_or_else(signet_registry::error::version_not_found)?;
+            .ok_or_else(pinfold_registry::error::version_not_found)?;
         Ok(Pinned {
             server: key,
             version: exact,
@@ -71,7 +71,7 @@ impl Signatures for RegistrySignatures {
         server: &str,
         version: &str,
     ) -> Result<Standing, ApiError> {
-        let idx = signet_registry::service::server_index(&self.registry, tenant, server).await?;
+        let idx = pinfold_registry::service::server_index(&self.registry, tenant, server).await?;
         // Versions are never deleted: a pinned version missing from the
         // index means the tenant's data is gone; treat it as revoked.
         Ok(idx
@@ -86,7 +86,7 @@ impl Signatures for RegistrySignatures {
         server: &str,
         version: &str,
     ) -> Result<Value, ApiError> {
-        let v = signet_registry::service::load(&self.registry, tenant, server, version).await?;
+        let v = pinfold_registry::service::load(&self.registry, tenant, server, version).await?;
         serde_json::from_str(&v.document).map_err(|e| {
             tracing::error!(error = %e, "stored document is not JSON");
             ApiError::internal()
@@ -105,7 +105,7 @@ impl Signatures for RegistrySignatures {
             }
         })?;
         let Some(rec) = rec else {
-            return Err(signet_http::tenant::tenant_not_found());
+            return Err(pinfold_http::tenant::tenant_not_found());
         };
         Ok(ServerPolicy {
             mode: rec.policy.mode_for(server),
@@ -165,7 +165,7 @@ pub fn resolve_state(
             limits: limits.clone(),
             ..EngineConfig::default()
         })),
-        prepared: signet_resolve::state::prepared_cache(),
+        prepared: pinfold_resolve::state::prepared_cache(),
     }
 }
 
@@ -186,8 +186,8 @@ pub fn spawn_change_listener(store: &Store, registry: &RegistryState, resolve: &
                 return;
             };
             match channel {
-                signet_store_postgres::REGISTRY_CHANNEL => index.evict(&t, key),
-                signet_store_postgres::RESOLVE_CHANNEL => res.end_session(&t, key),
+                pinfold_store_postgres::REGISTRY_CHANNEL => index.evict(&t, key),
+                pinfold_store_postgres::RESOLVE_CHANNEL => res.end_session(&t, key),
                 _ => {}
             }
         },
@@ -206,7 +206,7 @@ pub fn spawn_session_purge(store: &Store, every: Duration) -> tokio::task::JoinH
         let sessions = sessions.clone();
         async move {
             sessions
-                .purge_expired(signet_resolve::state::now(), limit)
+                .purge_expired(pinfold_resolve::state::now(), limit)
                 .await
         }
     })

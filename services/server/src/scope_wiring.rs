@@ -10,17 +10,17 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use axum::http::StatusCode;
-use serde_json::Value;
-use signet_core::ids::TenantId;
-use signet_core::scope::Preset;
-use signet_http::TenantScope;
-use signet_http::problem::ApiError;
-use signet_registry::RegistryState;
-use signet_registry::keys::Keyring;
-use signet_scope::{
+use pinfold_core::ids::TenantId;
+use pinfold_core::scope::Preset;
+use pinfold_http::TenantScope;
+use pinfold_http::problem::ApiError;
+use pinfold_registry::RegistryState;
+use pinfold_registry::keys::Keyring;
+use pinfold_scope::{
     ProviderView, Providers, ScopeConfig, ScopeState, ScopeStore, SessionResolved, SessionTools,
     Signatures, VersionTools,
 };
+use serde_json::Value;
 
 use crate::resolve_wiring::KeyringSealer;
 use crate::store::Store;
@@ -36,11 +36,11 @@ impl Signatures for RegistryTools {
         server: &str,
         version: &str,
     ) -> Result<VersionTools, ApiError> {
-        let key = signet_registry::error::server_key(server)?;
+        let key = pinfold_registry::error::server_key(server)?;
         let key = key.canonical().to_owned();
         let exact =
-            signet_registry::service::resolve_version(&self.0, tenant, &key, version).await?;
-        let stored = signet_registry::service::load(&self.0, tenant, &key, &exact).await?;
+            pinfold_registry::service::resolve_version(&self.0, tenant, &key, version).await?;
+        let stored = pinfold_registry::service::load(&self.0, tenant, &key, &exact).await?;
         let mut doc: Value = serde_json::from_str(&stored.document).map_err(|e| {
             tracing::error!(error = %e, "stored document is not JSON");
             ApiError::internal()
@@ -63,7 +63,7 @@ impl Signatures for RegistryTools {
 
 /// Resolve sessions for scope plans, over the resolve service of this
 /// process (wired only when that service is mounted).
-pub struct ResolveSessions(pub signet_resolve::ResolveState);
+pub struct ResolveSessions(pub pinfold_resolve::ResolveState);
 
 #[async_trait]
 impl SessionTools for ResolveSessions {
@@ -73,7 +73,7 @@ impl SessionTools for ResolveSessions {
         session: &str,
         calls: &[(String, Value)],
     ) -> Result<SessionResolved, ApiError> {
-        let r = signet_resolve::routes::resolve_for_plan(&self.0, scope, session, calls).await?;
+        let r = pinfold_resolve::routes::resolve_for_plan(&self.0, scope, session, calls).await?;
         Ok(SessionResolved {
             server: r.server,
             version: r.version,
@@ -99,14 +99,14 @@ fn provider_not_found() -> ApiError {
 #[async_trait]
 impl Providers for StoreProviders {
     async fn provider(&self, tenant: &TenantId, name: &str) -> Result<ProviderView, ApiError> {
-        if !signet_scope::model::is_provider_name(name) {
+        if !pinfold_scope::model::is_provider_name(name) {
             return Err(provider_not_found());
         }
         let row = self
             .0
             .provider(tenant, name)
             .await
-            .map_err(signet_scope::error::store_error)?;
+            .map_err(pinfold_scope::error::store_error)?;
         match row {
             Some(row) => {
                 let hierarchy = row.profile.hierarchy().map_err(|e| {
@@ -141,7 +141,7 @@ impl Providers for StoreProviders {
             .0
             .providers(tenant, 1000)
             .await
-            .map_err(signet_scope::error::store_error)?;
+            .map_err(pinfold_scope::error::store_error)?;
         Ok(rows
             .into_iter()
             .filter(|r| r.profile.resources.contains_key(server))
@@ -150,7 +150,7 @@ impl Providers for StoreProviders {
     }
 }
 
-impl signet_scope::Sealer for KeyringSealer {
+impl pinfold_scope::Sealer for KeyringSealer {
     fn seal(&self, tenant: &TenantId, context: &str, plain: &[u8]) -> Result<String, String> {
         self.0
             .seal_bound(tenant, context, plain)
@@ -192,7 +192,7 @@ pub fn spawn_state_purge(store: &Store, every: std::time::Duration) -> tokio::ta
         let scope = scope.clone();
         async move {
             scope
-                .purge_expired_states(signet_scope::state::now(), limit)
+                .purge_expired_states(pinfold_scope::state::now(), limit)
                 .await
         }
     })

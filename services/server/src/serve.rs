@@ -1,4 +1,4 @@
-//! `signet serve`: open the database, build the app, listen, shut down
+//! `pinfold serve`: open the database, build the app, listen, shut down
 //! gracefully.
 
 use std::net::SocketAddr;
@@ -7,10 +7,10 @@ use std::time::Duration;
 
 use anyhow::{Context as _, bail};
 use jsonwebtoken::{Algorithm, DecodingKey};
-use signet_core::ids::TenantId;
-use signet_http::Authenticator;
-use signet_http::auth::{ClaimMapping, IssuerConfig, KeySource};
-use signet_tenancy::Policy;
+use pinfold_core::ids::TenantId;
+use pinfold_http::Authenticator;
+use pinfold_http::auth::{ClaimMapping, IssuerConfig, KeySource};
+use pinfold_tenancy::Policy;
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 
@@ -148,7 +148,7 @@ pub async fn open_store(cfg: &Config) -> anyhow::Result<Store> {
         let pending = store.pending_migrations().await?;
         if !pending.is_empty() {
             bail!(
-                "the database has {} pending migration(s) ({:?}) and migrate_on_start is off; run `signet migrate` first",
+                "the database has {} pending migration(s) ({:?}) and migrate_on_start is off; run `pinfold migrate` first",
                 pending.len(),
                 pending
             );
@@ -197,7 +197,7 @@ pub async fn start(cfg: Config, listener: Option<TcpListener>) -> anyhow::Result
         request_timeout: Duration::from_secs(cfg.request_timeout_secs),
         rate_limiter: cfg
             .rate_limits
-            .limiter(signet_http::ratelimit::Clock::system()),
+            .limiter(pinfold_http::ratelimit::Clock::system()),
     };
     let services = cfg.services()?;
     tracing::info!(
@@ -357,12 +357,12 @@ async fn ensure_dev_tenant(store: &Store, key: &DevKey) -> anyhow::Result<DevTok
                 &tenant,
                 "Development",
                 &Policy::default(),
-                "signet-dev",
-                signet_tenancy::routes::now(),
+                "pinfold-dev",
+                pinfold_tenancy::routes::now(),
             )
             .await
         {
-            Ok(_) | Err(signet_tenancy::StoreError::Conflict(_)) => {}
+            Ok(_) | Err(pinfold_tenancy::StoreError::Conflict(_)) => {}
             Err(e) => return Err(e.into()),
         }
     }

@@ -1,4 +1,4 @@
-//! The services one `signet serve` process can run (`--services`).
+//! The services one `pinfold serve` process can run (`--services`).
 //!
 //! Every process serves the operational routes (`/healthz`, `/readyz`,
 //! `/metrics`, `/docs`, `/openapi.json`); `--services` chooses which API

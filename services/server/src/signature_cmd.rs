@@ -1,4 +1,4 @@
-//! `signet signature digest|reduce|verify|diff`: the core semantics offline,
+//! `pinfold signature digest|reduce|verify|diff`: the core semantics offline,
 //! for CI pipelines. Output is JSON on stdout in the same shapes as the HTTP
 //! API. Exit codes: 0 success, 1 not conformant (`verify` under a mode that
 //! fails), 2 unreadable or invalid input (with a one-line reason on stderr
@@ -9,12 +9,12 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
 use clap::{Args, Subcommand};
+use pinfold_core::Mode;
+use pinfold_core::error::ValidationErrors;
 use serde::Serialize;
 use serde_json::Value;
-use signet_core::Mode;
-use signet_core::error::ValidationErrors;
 
-/// `signet signature ...`.
+/// `pinfold signature ...`.
 #[derive(Debug, Clone, Subcommand)]
 pub enum SignatureCommand {
     /// Print the canonical digest (sha256:<hex>) of a server card with its signature.
@@ -75,7 +75,7 @@ fn read_json(path: &Path) -> Result<Value, Failure> {
         std::fs::read(path)
             .map_err(|e| Failure::Input(format!("cannot read {}: {e}", path.display())))?
     };
-    signet_core::json::parse_strict(&bytes, signet_core::json::DEFAULT_MAX_DEPTH)
+    pinfold_core::json::parse_strict(&bytes, pinfold_core::json::DEFAULT_MAX_DEPTH)
         .map_err(|e| Failure::Input(format!("{} is not acceptable JSON: {e}", path.display())))
 }
 
@@ -90,13 +90,13 @@ pub fn run(cmd: SignatureCommand, out: &mut dyn Write, err: &mut dyn Write) -> a
     let result: Result<i32, Failure> = (|| match cmd {
         SignatureCommand::Digest(a) => {
             let doc = read_json(&a.file)?;
-            let report = signet_core::ops::digest_document(&doc).map_err(Failure::Invalid)?;
+            let report = pinfold_core::ops::digest_document(&doc).map_err(Failure::Invalid)?;
             pretty(out, &report).map_err(|e| Failure::Input(e.to_string()))?;
             Ok(0)
         }
         SignatureCommand::Reduce(a) => {
             let doc = read_json(&a.file)?;
-            let tools = signet_core::ops::reduce_document(&doc).map_err(Failure::Invalid)?;
+            let tools = pinfold_core::ops::reduce_document(&doc).map_err(Failure::Invalid)?;
             pretty(out, &tools).map_err(|e| Failure::Input(e.to_string()))?;
             Ok(0)
         }
@@ -110,14 +110,14 @@ pub fn run(cmd: SignatureCommand, out: &mut dyn Write, err: &mut dyn Write) -> a
             let sig = read_json(&a.signature)?;
             let observed = read_json(&a.observed)?;
             let report =
-                signet_core::ops::verify(&sig, &observed, mode).map_err(Failure::Invalid)?;
+                pinfold_core::ops::verify(&sig, &observed, mode).map_err(Failure::Invalid)?;
             pretty(out, &report).map_err(|e| Failure::Input(e.to_string()))?;
             Ok(if report.fails() { 1 } else { 0 })
         }
         SignatureCommand::Diff(a) => {
             let old = read_json(&a.old)?;
             let new = read_json(&a.new)?;
-            let diff = signet_core::ops::diff(&old, &new).map_err(Failure::Invalid)?;
+            let diff = pinfold_core::ops::diff(&old, &new).map_err(Failure::Invalid)?;
             pretty(out, &diff).map_err(|e| Failure::Input(e.to_string()))?;
             Ok(0)
         }
@@ -125,7 +125,7 @@ pub fn run(cmd: SignatureCommand, out: &mut dyn Write, err: &mut dyn Write) -> a
     match result {
         Ok(code) => Ok(code),
         Err(Failure::Input(reason)) => {
-            writeln!(err, "signet: {reason}").context("writing stderr")?;
+            writeln!(err, "pinfold: {reason}").context("writing stderr")?;
             Ok(2)
         }
         Err(Failure::Invalid(errors)) => {
@@ -137,7 +137,7 @@ pub fn run(cmd: SignatureCommand, out: &mut dyn Write, err: &mut dyn Write) -> a
                 .unwrap_or_default();
             writeln!(
                 err,
-                "signet: invalid document: {} error(s); first: {first}",
+                "pinfold: invalid document: {} error(s); first: {first}",
                 errors.errors.len()
             )?;
             Ok(2)

@@ -4,9 +4,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use signet_store_postgres::{PgSettings, PgStore};
-use signet_store_sqlite::SqliteStore;
-use signet_tenancy::TenantStore;
+use pinfold_store_postgres::{PgSettings, PgStore};
+use pinfold_store_sqlite::SqliteStore;
+use pinfold_tenancy::TenantStore;
 
 use crate::config::{Backend, Config, redact_url};
 
@@ -68,7 +68,7 @@ impl Store {
     }
 
     /// The registry store.
-    pub fn registry(&self) -> Arc<dyn signet_registry::RegistryStore> {
+    pub fn registry(&self) -> Arc<dyn pinfold_registry::RegistryStore> {
         match self {
             Store::Sqlite(s) => Arc::new(s.clone()),
             Store::Postgres(s) => Arc::new(s.clone()),
@@ -76,7 +76,7 @@ impl Store {
     }
 
     /// The resolve service's session store.
-    pub fn sessions(&self) -> Arc<dyn signet_resolve::SessionStore> {
+    pub fn sessions(&self) -> Arc<dyn pinfold_resolve::SessionStore> {
         match self {
             Store::Sqlite(s) => Arc::new(s.clone()),
             Store::Postgres(s) => Arc::new(s.clone()),
@@ -84,7 +84,7 @@ impl Store {
     }
 
     /// The scope service's store.
-    pub fn scope(&self) -> Arc<dyn signet_scope::ScopeStore> {
+    pub fn scope(&self) -> Arc<dyn pinfold_scope::ScopeStore> {
         match self {
             Store::Sqlite(s) => Arc::new(s.clone()),
             Store::Postgres(s) => Arc::new(s.clone()),

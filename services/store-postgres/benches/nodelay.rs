@@ -3,7 +3,7 @@
 //! (`PgSettings::tcp_nodelay`). Without it, a statement that does not fit
 //! the first write waits for the server's delayed ACK (~40 ms on Linux).
 //!
-//! `SIGNET_BENCH_DATABASE_URL` (default
+//! `PINFOLD_BENCH_DATABASE_URL` (default
 //! `postgres://postgres@127.0.0.1:5432/test`) names the database; the bench
 //! prints a notice and measures nothing when it cannot connect.
 
@@ -14,10 +14,10 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
-use signet_store_postgres::{PgSettings, PgStore};
+use pinfold_store_postgres::{PgSettings, PgStore};
 
 fn bench(c: &mut Criterion) {
-    let url = std::env::var("SIGNET_BENCH_DATABASE_URL")
+    let url = std::env::var("PINFOLD_BENCH_DATABASE_URL")
         .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into());
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()

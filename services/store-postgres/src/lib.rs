@@ -1,4 +1,4 @@
-//! signet-store-postgres: the production PostgreSQL backend.
+//! pinfold-store-postgres: the production PostgreSQL backend.
 //!
 //! One of the only two crates that contain SQL. It implements the store
 //! traits of the service crates on PostgreSQL: a bounded pool with acquire,
@@ -10,13 +10,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use signet_core::ids::{TenantId, Timestamp};
-use signet_store_rows::{AuditRow, PolicyRow, TenantRow};
-use signet_tenancy::model::{
+use pinfold_core::ids::{TenantId, Timestamp};
+use pinfold_store_rows::{AuditRow, PolicyRow, TenantRow};
+use pinfold_tenancy::model::{
     AuditEvent, AuditFilter, NewAuditEvent, Policy, PolicyRecord, TenantRecord,
     policy_updated_event, tenant_created_event,
 };
-use signet_tenancy::{StoreError, TenantStore};
+use pinfold_tenancy::{StoreError, TenantStore};
 use sqlx::PgPool;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use tokio::sync::watch;
@@ -89,7 +89,7 @@ pub struct ListenerStatus {
     pub gaps: u64,
 }
 
-pub(crate) use signet_store_rows::store_error as err;
+pub(crate) use pinfold_store_rows::store_error as err;
 
 /// The `app.tenant_id` value of the background purge, the one binding that
 /// spans tenants: migration 0005 lets it read and delete only rows whose
@@ -197,8 +197,8 @@ impl PgStore {
 
     /// Applies pending migrations over one connection to `owner_url`: the
     /// role owning the schema, which the runtime role never is (it owns
-    /// nothing, so it could not create or alter a table). Migration 0005
-    /// creates the `signet_runtime` group role when it does not exist, which
+    /// nothing, so it could not create or alter a table). Migration 0006
+    /// creates the `pinfold_runtime` group role when it does not exist, which
     /// then needs `CREATEROLE` (or a role created beforehand).
     pub async fn migrate_as_owner(owner_url: &str) -> Result<(), StoreError> {
         use sqlx::Connection as _;

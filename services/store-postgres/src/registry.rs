@@ -1,14 +1,14 @@
 //! The registry store on PostgreSQL.
 
 use async_trait::async_trait;
-use signet_core::ids::{TenantId, Timestamp};
-use signet_registry::model::{
+use pinfold_core::ids::{TenantId, Timestamp};
+use pinfold_registry::model::{
     ListedVersion, NewVersion, PublishOutcome, Review, ServerRow, Status, StatusChange, StoredKey,
     StoredVersion, VersionMeta,
 };
-use signet_registry::store::{ServerQuery, SubregistryQuery, like_pattern};
-use signet_registry::{RegistryStore, RegistryStoreError};
-use signet_store_rows::{
+use pinfold_registry::store::{ServerQuery, SubregistryQuery, like_pattern};
+use pinfold_registry::{RegistryStore, RegistryStoreError};
+use pinfold_store_rows::{
     KeyRow, KeyedVersionRow, ListedVersionRow, ReviewRow, ServerSummaryRow, VersionMetaRow,
     VersionRecordRow, VersionRow, registry_error, registry_error_from,
 };
@@ -503,7 +503,7 @@ impl RegistryStore for PgStore {
 }
 
 /// Channel on which registry writes are announced to every replica.
-pub const REGISTRY_CHANNEL: &str = "signet_registry";
+pub const REGISTRY_CHANNEL: &str = "pinfold_registry";
 
 impl PgStore {
     /// Announces a committed change to `server_key` (`tenant<TAB>server`)

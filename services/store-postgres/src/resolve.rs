@@ -1,9 +1,9 @@
 //! The resolve service's session store on PostgreSQL.
 
 use async_trait::async_trait;
-use signet_core::ids::{TenantId, Timestamp};
-use signet_resolve::{AuditNote, SessionRow, SessionStore, SessionStoreError};
-use signet_store_rows::{SessionDbRow, session_error as serr, session_error_from as aerr};
+use pinfold_core::ids::{TenantId, Timestamp};
+use pinfold_resolve::{AuditNote, SessionRow, SessionStore, SessionStoreError};
+use pinfold_store_rows::{SessionDbRow, session_error as serr, session_error_from as aerr};
 
 use crate::{PURGE_MARKER, PgStore, insert_audit};
 
@@ -128,7 +128,7 @@ impl SessionStore for PgStore {
 }
 
 /// Channel on which closed sessions are announced to every replica.
-pub const RESOLVE_CHANNEL: &str = "signet_resolve";
+pub const RESOLVE_CHANNEL: &str = "pinfold_resolve";
 
 impl PgStore {
     /// Announces a closed session (`tenant<TAB>id`) after its commit, so

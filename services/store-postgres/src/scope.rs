@@ -1,12 +1,12 @@
 //! The scope service's store on PostgreSQL.
 
 use async_trait::async_trait;
-use signet_core::ids::{TenantId, Timestamp};
-use signet_scope::{
+use pinfold_core::ids::{TenantId, Timestamp};
+use pinfold_scope::{
     AuditNote, Expect, GrantOutcome, GrantRow, ProviderRow, ProviderWrite, ScopeStore,
     ScopeStoreError, StateRow,
 };
-use signet_store_rows::{
+use pinfold_store_rows::{
     GrantDbRow, ProviderDbRow, StateDbRow, scope_error as serr, scope_error_from as aerr,
     scopes_json,
 };

@@ -1,4 +1,4 @@
-//! signet-store-rows: what the two store crates share, so that a column is
+//! pinfold-store-rows: what the two store crates share, so that a column is
 //! mapped once.
 //!
 //! One `#[derive(sqlx::FromRow)]` struct per result shape, generic over the
@@ -26,8 +26,8 @@ pub use scope::{
 };
 pub use tenancy::{AuditRow, PolicyRow, TenantRow};
 
-use signet_registry::RegistryStoreError;
-use signet_tenancy::StoreError;
+use pinfold_registry::RegistryStoreError;
+use pinfold_tenancy::StoreError;
 
 /// Whether a driver error means the database cannot be reached right now
 /// (so the request may succeed unchanged later), rather than that the
@@ -89,8 +89,8 @@ pub fn registry_error(e: sqlx::Error) -> RegistryStoreError {
 
 #[cfg(test)]
 mod tests {
-    use signet_registry::model::{ServerRow, Status, VersionMeta};
-    use signet_tenancy::model::{Mode, PolicyRecord};
+    use pinfold_registry::model::{ServerRow, Status, VersionMeta};
+    use pinfold_tenancy::model::{Mode, PolicyRecord};
 
     use super::*;
 
@@ -166,7 +166,7 @@ mod tests {
             created_at: 0,
             created_by: "c".into(),
         };
-        assert!(signet_tenancy::TenantRecord::try_from(tenant).is_err());
+        assert!(pinfold_tenancy::TenantRecord::try_from(tenant).is_err());
     }
 
     #[test]

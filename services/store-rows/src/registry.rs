@@ -1,9 +1,9 @@
 //! Rows of `servers`, `versions`, `version_status`, `version_reviews` and
 //! `tenant_keys`.
 
-use signet_core::ids::Timestamp;
-use signet_registry::RegistryStoreError;
-use signet_registry::model::{
+use pinfold_core::ids::Timestamp;
+use pinfold_registry::RegistryStoreError;
+use pinfold_registry::model::{
     ListedVersion, Review, ServerRow, Status, StatusRow, StoredKey, StoredVersion, VersionMeta,
 };
 

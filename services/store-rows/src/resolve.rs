@@ -1,8 +1,8 @@
 //! Rows of `resolve_sessions`.
 
-use signet_core::ids::Timestamp;
-use signet_resolve::{CachePolicy, SessionRow, SessionStoreError};
-use signet_tenancy::StoreError;
+use pinfold_core::ids::Timestamp;
+use pinfold_resolve::{CachePolicy, SessionRow, SessionStoreError};
+use pinfold_tenancy::StoreError;
 
 /// The columns of `resolve_sessions` after `tenant_id`, in table order.
 #[derive(Debug, sqlx::FromRow)]
@@ -103,7 +103,7 @@ mod tests {
     #[test]
     fn session_rows_convert_and_corrupt_ones_are_errors() {
         let s = SessionRow::try_from(row("strict", "none")).unwrap();
-        assert_eq!(s.mode, signet_core::Mode::Strict);
+        assert_eq!(s.mode, pinfold_core::Mode::Strict);
         assert_eq!(s.cache_policy, CachePolicy::None);
         assert_eq!(s.expires_at, Timestamp::from_millis(2));
         assert!(SessionRow::try_from(row("lenient", "none")).is_err());

@@ -1,8 +1,8 @@
 //! Rows of `scope_providers`, `scope_grants` and `scope_grant_states`.
 
-use signet_core::ids::Timestamp;
-use signet_scope::{GrantRow, GrantStatus, ProviderRow, ScopeStoreError, StateRow};
-use signet_tenancy::StoreError;
+use pinfold_core::ids::Timestamp;
+use pinfold_scope::{GrantRow, GrantStatus, ProviderRow, ScopeStoreError, StateRow};
+use pinfold_tenancy::StoreError;
 
 /// `name, profile (JSON text), client_secret_sealed, revision, created_at,
 /// updated_at, updated_by` of `scope_providers`.

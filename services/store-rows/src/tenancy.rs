@@ -1,8 +1,8 @@
 //! Rows of `tenants`, `tenant_policies` and `audit_events`.
 
-use signet_core::ids::{TenantId, Timestamp};
-use signet_tenancy::StoreError;
-use signet_tenancy::model::{AuditEvent, Mode, Policy, PolicyRecord, TenantRecord};
+use pinfold_core::ids::{TenantId, Timestamp};
+use pinfold_tenancy::StoreError;
+use pinfold_tenancy::model::{AuditEvent, Mode, Policy, PolicyRecord, TenantRecord};
 
 fn corrupt(what: &str, e: impl std::fmt::Display) -> StoreError {
     StoreError::Other(format!("stored {what}: {e}"))

@@ -1,4 +1,4 @@
-//! signet-store-sqlite: the embedded SQLite backend.
+//! pinfold-store-sqlite: the embedded SQLite backend.
 //!
 //! One of the only two crates that contain SQL. It implements the store
 //! traits of the service crates on a single SQLite file: WAL journal,
@@ -11,13 +11,13 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use signet_core::ids::{TenantId, Timestamp};
-use signet_store_rows::{AuditRow, PolicyRow, TenantRow};
-use signet_tenancy::model::{
+use pinfold_core::ids::{TenantId, Timestamp};
+use pinfold_store_rows::{AuditRow, PolicyRow, TenantRow};
+use pinfold_tenancy::model::{
     AuditEvent, AuditFilter, NewAuditEvent, Policy, PolicyRecord, TenantRecord,
     policy_updated_event, tenant_created_event,
 };
-use signet_tenancy::{StoreError, TenantStore};
+use pinfold_tenancy::{StoreError, TenantStore};
 use sqlx::SqlitePool;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 
@@ -34,7 +34,7 @@ pub struct SqliteStore {
     pool: SqlitePool,
 }
 
-pub(crate) use signet_store_rows::store_error as err;
+pub(crate) use pinfold_store_rows::store_error as err;
 
 impl SqliteStore {
     /// Opens (creating if needed) the database at `url` (`sqlite://path` or

@@ -1,9 +1,9 @@
 //! The resolve service's session store on SQLite.
 
 use async_trait::async_trait;
-use signet_core::ids::{TenantId, Timestamp};
-use signet_resolve::{AuditNote, SessionRow, SessionStore, SessionStoreError};
-use signet_store_rows::{SessionDbRow, session_error as serr, session_error_from as aerr};
+use pinfold_core::ids::{TenantId, Timestamp};
+use pinfold_resolve::{AuditNote, SessionRow, SessionStore, SessionStoreError};
+use pinfold_store_rows::{SessionDbRow, session_error as serr, session_error_from as aerr};
 
 use crate::{SqliteStore, insert_audit};
 

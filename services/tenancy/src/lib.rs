@@ -1,4 +1,4 @@
-//! signet-tenancy: tenants, their policies and the append-only audit log.
+//! pinfold-tenancy: tenants, their policies and the append-only audit log.
 //!
 //! This is the platform layer under the three services: it owns the tenant
 //! model, the [`TenantStore`] trait that the store crates implement, and the

@@ -3,19 +3,19 @@
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 
+use pinfold_core::ids::{TenantId, Timestamp};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-use signet_core::ids::{TenantId, Timestamp};
 use utoipa::openapi::RefOr;
 use utoipa::openapi::schema::{ObjectBuilder, Schema, Type};
 use utoipa::{PartialSchema, ToSchema};
 
 /// How a tenant treats a runtime observation outside a signature: the
 /// core [`Mode`], spelled `strict`, `permissive` or `advisory` on the wire.
-pub use signet_core::Mode;
+pub use pinfold_core::Mode;
 
 /// The OpenAPI schema of [`Mode`], named `EnforcementMode` in the document.
-pub use signet_http::report::EnforcementModeSchema;
+pub use pinfold_http::report::EnforcementModeSchema;
 
 /// Whether the resolve cache reuses a result within a session.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
@@ -278,7 +278,7 @@ pub struct AuditEvent {
 
 /// An audit event about to be appended (shared with the services that
 /// append events with their own changes).
-pub use signet_core::audit::NewAuditEvent;
+pub use pinfold_core::audit::NewAuditEvent;
 
 /// The `tenant.created` event, appended with the tenant.
 pub fn tenant_created_event(

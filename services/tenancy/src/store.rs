@@ -1,7 +1,7 @@
 //! The storage contract for tenants, policies and audit events.
 
 use async_trait::async_trait;
-use signet_core::ids::{TenantId, Timestamp};
+use pinfold_core::ids::{TenantId, Timestamp};
 
 use crate::model::{AuditEvent, AuditFilter, NewAuditEvent, Policy, PolicyRecord, TenantRecord};
 

@@ -9,9 +9,9 @@ use std::time::Duration;
 use aws_lc_rs::rand::SystemRandom;
 use aws_lc_rs::signature::{Ed25519KeyPair, KeyPair as _};
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
+use pinfold_http::auth::{ClaimMapping, IssuerConfig, KeySource};
+use pinfold_tests::*;
 use serde_json::{Value, json};
-use signet_http::auth::{ClaimMapping, IssuerConfig, KeySource};
-use signet_tests::*;
 
 fn path(app: &TestApp) -> String {
     format!("/v1/tenants/{}", app.tenant)
@@ -63,11 +63,11 @@ async fn missing_token_is_401_with_a_bare_challenge() {
     let app = TestApp::new().await;
     let r = app.send("GET", &path(&app), None, None).await;
     r.problem(401, "unauthenticated");
-    // Bare: no error, only the realm and where Signet's RFC 9728 metadata is.
+    // Bare: no error, only the realm and where Pinfold's RFC 9728 metadata is.
     assert_eq!(
         r.header("www-authenticate").as_deref(),
         Some(
-            "Bearer realm=\"signet\", resource_metadata=\"http://localhost/.well-known/oauth-protected-resource\""
+            "Bearer realm=\"pinfold\", resource_metadata=\"http://localhost/.well-known/oauth-protected-resource\""
         )
     );
     // Another scheme is the same as no bearer token.

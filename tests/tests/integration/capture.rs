@@ -1,7 +1,7 @@
-//! `signet capture` and `signet verify` end to end: the command line as a
-//! real process (`signet-under-test`, the binary's own `main`), against live MCP
+//! `pinfold capture` and `pinfold verify` end to end: the command line as a
+//! real process (`pinfold-under-test`, the binary's own `main`), against live MCP
 //! servers — the reference upstream over Streamable HTTP and over stdio,
-//! and the TypeScript SDK peer — and, for `verify`, a Signet serving the
+//! and the TypeScript SDK peer — and, for `verify`, a Pinfold serving the
 //! suite's application over TCP (on SQLite or PostgreSQL, as the suite
 //! runs).
 //!
@@ -15,16 +15,16 @@ use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
 
+use pinfold_core::Mode;
+use pinfold_core::card::{Limits, ServerCard};
+use pinfold_core::digest::canonical_bytes;
+use pinfold_example_upstream::{Running, Switches};
+use pinfold_tests::*;
 use serde_json::{Value, json};
-use signet_core::Mode;
-use signet_core::card::{Limits, ServerCard};
-use signet_core::digest::canonical_bytes;
-use signet_example_upstream::{Running, Switches};
-use signet_tests::*;
 
-const SIGNET: &str = env!("CARGO_BIN_EXE_signet-under-test");
+const PINFOLD: &str = env!("CARGO_BIN_EXE_pinfold-under-test");
 const UPSTREAM: &str = env!("CARGO_BIN_EXE_example-upstream-e2e");
-const NAME: &str = "io.github.signet-dev/capture-e2e";
+const NAME: &str = "io.github.pinfold/capture-e2e";
 const SECRET: &str = "s3cret-header-value";
 
 struct Run {
@@ -54,11 +54,11 @@ impl Run {
     }
 }
 
-/// Runs the `signet` command line; `SIGNET_TOKEN` only when given in `env`.
-async fn signet<S: AsRef<std::ffi::OsStr>>(args: &[S], env: &[(&str, &str)]) -> Run {
-    let mut cmd = tokio::process::Command::new(SIGNET);
+/// Runs the `pinfold` command line; `PINFOLD_TOKEN` only when given in `env`.
+async fn pinfold<S: AsRef<std::ffi::OsStr>>(args: &[S], env: &[(&str, &str)]) -> Run {
+    let mut cmd = tokio::process::Command::new(PINFOLD);
     cmd.args(args)
-        .env_remove("SIGNET_TOKEN")
+        .env_remove("PINFOLD_TOKEN")
         .env("RUST_LOG", "warn")
         .stdin(Stdio::null())
         .kill_on_drop(true);
@@ -67,8 +67,8 @@ async fn signet<S: AsRef<std::ffi::OsStr>>(args: &[S], env: &[(&str, &str)]) -> 
     }
     let out = tokio::time::timeout(Duration::from_secs(120), cmd.output())
         .await
-        .expect("signet finished within 2 minutes")
-        .expect("signet runs");
+        .expect("pinfold finished within 2 minutes")
+        .expect("pinfold runs");
     Run {
         code: out.status.code().unwrap_or(-1),
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -134,7 +134,7 @@ async fn raw_tools_list(url: &str) -> Value {
         url,
         json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
             "protocolVersion": "2025-11-25", "capabilities": {},
-            "clientInfo": {"name": "signet-tests", "version": "1"}}}),
+            "clientInfo": {"name": "pinfold-tests", "version": "1"}}}),
         None,
     )
     .await;
@@ -161,7 +161,7 @@ async fn raw_tools_list(url: &str) -> Value {
 /// Checks `observed` against `card` with core's containment, strictly.
 #[track_caller]
 fn assert_conformant(card: &Value, observed: &Value) {
-    let report = signet_core::ops::verify(card, observed, Mode::Strict).unwrap();
+    let report = pinfold_core::ops::verify(card, observed, Mode::Strict).unwrap();
     assert!(
         report.conformant,
         "{:?}\ncard: {card}\nobserved: {observed}",
@@ -189,7 +189,7 @@ fn write(dir: &Path, name: &str, v: &Value) -> PathBuf {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn capture_over_http_writes_a_publishable_draft_of_the_servers_lists() {
     let up = upstream(Switches::default()).await;
-    let r = signet(&["capture", &up.url()], &[]).await;
+    let r = pinfold(&["capture", &up.url()], &[]).await;
     r.expect(0);
     let card = r.json();
     let parsed = ServerCard::from_value(&card, &Limits::default())
@@ -197,11 +197,11 @@ async fn capture_over_http_writes_a_publishable_draft_of_the_servers_lists() {
     // serverInfo.name is not a registry name: a default, said on stderr.
     assert_eq!(
         parsed.name.as_str(),
-        "local.capture/signet-example-upstream"
+        "local.capture/pinfold-example-upstream"
     );
     assert!(
         r.stderr
-            .contains("the draft is named local.capture/signet-example-upstream"),
+            .contains("the draft is named local.capture/pinfold-example-upstream"),
         "{}",
         r.stderr
     );
@@ -236,7 +236,7 @@ async fn capture_over_http_writes_a_publishable_draft_of_the_servers_lists() {
         ..Switches::default()
     })
     .await;
-    let r2 = signet(&["capture", &legacy.url()], &[]).await;
+    let r2 = pinfold(&["capture", &legacy.url()], &[]).await;
     r2.expect(0);
     assert!(r2.stderr.contains("speaks MCP 2025-11-25"), "{}", r2.stderr);
     assert_eq!(
@@ -254,7 +254,7 @@ async fn capture_runs_every_advertised_list_and_follows_cursors() {
         ..Switches::default()
     })
     .await;
-    let r = signet(&["capture", &up.url()], &[]).await;
+    let r = pinfold(&["capture", &up.url()], &[]).await;
     r.expect(0);
     assert!(
         r.stderr
@@ -279,24 +279,24 @@ async fn capture_runs_every_advertised_list_and_follows_cursors() {
     assert_eq!(sig["tools"].as_array().unwrap().len(), 3);
     assert_eq!(
         sig["prompts"],
-        json!(signet_example_upstream::catalog_prompts())
+        json!(pinfold_example_upstream::catalog_prompts())
     );
     assert_eq!(
         sig["resources"],
-        json!(signet_example_upstream::catalog_resources())
+        json!(pinfold_example_upstream::catalog_resources())
     );
     assert_eq!(
         sig["resourceTemplates"],
-        json!(signet_example_upstream::catalog_resource_templates())
+        json!(pinfold_example_upstream::catalog_resource_templates())
     );
     // Every page of every list conforms, and so does a resource under the template.
     assert_conformant(&card, &raw_tools_list(&up.url()).await);
     assert_conformant(
         &card,
         &json!({
-            "prompts": signet_example_upstream::catalog_prompts(),
+            "prompts": pinfold_example_upstream::catalog_prompts(),
             "resources": [{"uri": "file:///todo.txt", "name": "todo"}],
-            "resourceTemplates": signet_example_upstream::catalog_resource_templates(),
+            "resourceTemplates": pinfold_example_upstream::catalog_resource_templates(),
         }),
     );
 }
@@ -306,7 +306,7 @@ async fn capture_over_stdio_with_out_name_and_version() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("card.json");
     let command = format!("'{UPSTREAM}' --stdio");
-    let r = signet(
+    let r = pinfold(
         &[
             "capture",
             "--command",
@@ -339,7 +339,7 @@ async fn capture_over_stdio_with_out_name_and_version() {
     );
     // The same server over HTTP lists the same things.
     let up = upstream(Switches::default()).await;
-    let http = signet(&["capture", &up.url()], &[]).await;
+    let http = pinfold(&["capture", &up.url()], &[]).await;
     http.expect(0);
     assert_eq!(
         canonical_bytes(&card["signature"]),
@@ -347,7 +347,7 @@ async fn capture_over_stdio_with_out_name_and_version() {
     );
     assert_conformant(&card, &raw_tools_list(&up.url()).await);
     // The stdio switches work too: a capture of the flipped server differs.
-    let flipped = signet(
+    let flipped = pinfold(
         &[
             "capture",
             "--command",
@@ -368,7 +368,7 @@ async fn merging_captures_with_different_annotations_gives_an_array_of_both() {
     let dir = tempfile::tempdir().unwrap();
     let up = upstream(Switches::default()).await;
     let plain = dir.path().join("plain.json");
-    signet(
+    pinfold(
         &["capture", &up.url(), "--out", plain.to_str().unwrap()],
         &[],
     )
@@ -376,7 +376,7 @@ async fn merging_captures_with_different_annotations_gives_an_array_of_both() {
     .expect(0);
     // The same server under another "role": list_files turns destructive.
     up.update(|s| s.flip_destructive = true);
-    let r = signet(
+    let r = pinfold(
         &[
             "capture",
             &up.url(),
@@ -397,8 +397,8 @@ async fn merging_captures_with_different_annotations_gives_an_array_of_both() {
         (card["name"].as_str(), card["version"].as_str()),
         (Some(NAME), Some("2.0.0"))
     );
-    let plain_ann = signet_example_upstream::list_files_tool()["annotations"].clone();
-    let flipped_ann = signet_example_upstream::flipped_list_files_annotations();
+    let plain_ann = pinfold_example_upstream::list_files_tool()["annotations"].clone();
+    let flipped_ann = pinfold_example_upstream::flipped_list_files_annotations();
     let anns = tool(&card, "list_files")["annotations"]
         .as_array()
         .expect("an array of possibilities")
@@ -417,7 +417,7 @@ async fn merging_captures_with_different_annotations_gives_an_array_of_both() {
 
     // Files alone merge too; the first card's identity is kept.
     let merged = write(dir.path(), "merged.json", &card);
-    let r = signet(
+    let r = pinfold(
         &[
             "capture",
             "--merge",
@@ -429,7 +429,7 @@ async fn merging_captures_with_different_annotations_gives_an_array_of_both() {
     .await;
     r.expect(0);
     let again = r.json();
-    assert_eq!(again["name"], "local.capture/signet-example-upstream");
+    assert_eq!(again["name"], "local.capture/pinfold-example-upstream");
     assert_eq!(
         canonical_bytes(&again["signature"]),
         canonical_bytes(&card["signature"])
@@ -440,7 +440,7 @@ async fn merging_captures_with_different_annotations_gives_an_array_of_both() {
 async fn a_schema_conflict_exits_non_zero_with_both_versions() {
     let dir = tempfile::tempdir().unwrap();
     let up = upstream(Switches::default()).await;
-    let r = signet(&["capture", &up.url()], &[]).await;
+    let r = pinfold(&["capture", &up.url()], &[]).await;
     r.expect(0);
     let card = r.json();
     let a = write(dir.path(), "a.json", &card);
@@ -454,7 +454,7 @@ async fn a_schema_conflict_exits_non_zero_with_both_versions() {
     changed["signature"]["tools"][i]["inputSchema"]["properties"]["recursive"] =
         json!({"type": "boolean"});
     let b = write(dir.path(), "b.json", &changed);
-    let r = signet(
+    let r = pinfold(
         &[
             "capture",
             "--merge",
@@ -491,7 +491,7 @@ async fn a_schema_conflict_exits_non_zero_with_both_versions() {
     assert!(r.stderr.contains("conflict"), "{}", r.stderr);
     assert!(r.stderr.contains("no card written"), "{}", r.stderr);
     // A live capture conflicting with a file: the same.
-    let r = signet(&["capture", &up.url(), "--merge", b.to_str().unwrap()], &[]).await;
+    let r = pinfold(&["capture", &up.url(), "--merge", b.to_str().unwrap()], &[]).await;
     r.expect(1);
     assert_eq!(r.json()["conflicts"][0]["item"], "list_files");
 }
@@ -503,20 +503,20 @@ async fn headers_reach_the_server_and_are_never_printed() {
         ..Switches::default()
     })
     .await;
-    let r = signet(&["capture", &up.url()], &[]).await;
+    let r = pinfold(&["capture", &up.url()], &[]).await;
     r.expect(3);
     assert!(r.stderr.contains("401"), "{}", r.stderr);
     let refused = up.rejected();
     assert!(refused >= 1);
     let header = format!("X-Capture-Key: {SECRET}");
-    let r = signet(&["capture", &up.url(), "--header", &header], &[]).await;
+    let r = pinfold(&["capture", &up.url(), "--header", &header], &[]).await;
     r.expect(0);
     assert_eq!(up.rejected(), refused, "every request carried the header");
     assert!(!r.stdout.contains(SECRET) && !r.stderr.contains(SECRET));
-    let r = signet(&["capture", &up.url(), "-H", "X-Capture-Key s3cret"], &[]).await;
+    let r = pinfold(&["capture", &up.url(), "-H", "X-Capture-Key s3cret"], &[]).await;
     r.expect(2);
     assert!(r.stderr.contains("Name: value"), "{}", r.stderr);
-    let r = signet(&["capture", &up.url(), "-H", "Mcp-Session-Id: x"], &[]).await;
+    let r = pinfold(&["capture", &up.url(), "-H", "Mcp-Session-Id: x"], &[]).await;
     r.expect(2);
 }
 
@@ -524,7 +524,7 @@ async fn headers_reach_the_server_and_are_never_printed() {
 async fn capture_failures_have_their_exit_codes() {
     let dir = tempfile::tempdir().unwrap();
     // Nothing listens on port 1.
-    let r = signet(&["capture", "http://127.0.0.1:1/mcp?token=abc"], &[]).await;
+    let r = pinfold(&["capture", "http://127.0.0.1:1/mcp?token=abc"], &[]).await;
     r.expect(3);
     assert!(r.stderr.contains("cannot reach"), "{}", r.stderr);
     assert!(
@@ -532,11 +532,11 @@ async fn capture_failures_have_their_exit_codes() {
         "the query is never shown: {}",
         r.stderr
     );
-    let r = signet(&["capture", "--command", "/nonexistent/mcp-server"], &[]).await;
+    let r = pinfold(&["capture", "--command", "/nonexistent/mcp-server"], &[]).await;
     r.expect(3);
     assert!(r.stderr.contains("cannot start"), "{}", r.stderr);
     // A program that is no MCP server: its stderr is quoted.
-    let r = signet(
+    let r = pinfold(
         &["capture", "--command", "sh -c 'echo not-an-mcp-server >&2'"],
         &[],
     )
@@ -550,17 +550,17 @@ async fn capture_failures_have_their_exit_codes() {
         vec!["capture", "http://127.0.0.1:1/", "--command", "x"],
         vec!["capture", "--command", "x", "-H", "A: b"],
     ] {
-        signet(&args, &[]).await.expect(2);
+        pinfold(&args, &[]).await.expect(2);
     }
     let junk = write(dir.path(), "junk.json", &json!({"hello": 1}));
-    let r = signet(&["capture", "--merge", junk.to_str().unwrap()], &[]).await;
+    let r = pinfold(&["capture", "--merge", junk.to_str().unwrap()], &[]).await;
     r.expect(2);
     assert!(r.stderr.contains("neither a card"), "{}", r.stderr);
     // Lists without a card need a name and version.
     let lists = write(dir.path(), "lists.json", &json!({"tools": []}));
-    let r = signet(&["capture", "--merge", lists.to_str().unwrap()], &[]).await;
+    let r = pinfold(&["capture", "--merge", lists.to_str().unwrap()], &[]).await;
     r.expect(2);
-    let r = signet(
+    let r = pinfold(
         &[
             "capture",
             "--merge",
@@ -576,7 +576,7 @@ async fn capture_failures_have_their_exit_codes() {
     r.expect(0);
     assert_eq!(r.json()["signature"]["tools"], json!([]));
     // A URL after --merge is taken for a file: say so.
-    let r = signet(
+    let r = pinfold(
         &[
             "capture",
             "--merge",
@@ -594,7 +594,7 @@ async fn capture_failures_have_their_exit_codes() {
         "no-schema.json",
         &json!({"tools": [{"name": "t"}]}),
     );
-    let r = signet(
+    let r = pinfold(
         &[
             "capture",
             "--merge",
@@ -616,7 +616,7 @@ async fn capture_failures_have_their_exit_codes() {
         r.stderr
     );
     // An invalid --name is refused.
-    let r = signet(
+    let r = pinfold(
         &[
             "capture",
             "--merge",
@@ -683,9 +683,9 @@ async fn a_failure_while_listing_never_shows_the_urls_secrets() {
     let base = failing_proxy(p.up.addr(), b"tools/list").await;
     let url =
         format!("{base}?api_key=q-secret-4711").replace("http://", "http://user:pw-secret-0815@");
-    let with_token = [("SIGNET_TOKEN", p.reader())];
+    let with_token = [("PINFOLD_TOKEN", p.reader())];
     let with_token: Vec<(&str, &str)> = with_token.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    let capture = signet(&["capture", &url], &[]).await;
+    let capture = pinfold(&["capture", &url], &[]).await;
     let verify = p.verify_against(NAME, &url, &[], &with_token).await;
     for (cmd, r) in [("capture", capture), ("verify", verify)] {
         // The handshake passed; the listing failed.
@@ -717,11 +717,11 @@ impl Drop for TsPeer {
 }
 
 /// Starts `examples/ts-upstream`; `None` (after saying why) when node or
-/// its packages are missing and `SIGNET_REQUIRE_TS_PEER` is not set.
+/// its packages are missing and `PINFOLD_REQUIRE_TS_PEER` is not set.
 fn ts_peer(shape: &str) -> Option<TsPeer> {
     use std::io::{BufRead as _, BufReader};
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/ts-upstream");
-    let required = std::env::var_os("SIGNET_REQUIRE_TS_PEER").is_some();
+    let required = std::env::var_os("PINFOLD_REQUIRE_TS_PEER").is_some();
     if !dir.join("node_modules/@modelcontextprotocol/sdk").is_dir() {
         assert!(
             !required,
@@ -766,7 +766,7 @@ async fn capture_of_the_typescript_sdk_peer_holds_its_lists_in_both_shapes() {
         let Some(peer) = ts_peer(shape) else {
             return;
         };
-        let r = signet(&["capture", &peer.url], &[]).await;
+        let r = pinfold(&["capture", &peer.url], &[]).await;
         r.expect(0);
         // The SDK has no server/discover: the initialize handshake.
         assert!(r.stderr.contains("speaks MCP 2025-11-25"), "{}", r.stderr);
@@ -774,7 +774,7 @@ async fn capture_of_the_typescript_sdk_peer_holds_its_lists_in_both_shapes() {
         ServerCard::from_value(&card, &Limits::default()).expect("valid card");
         assert_eq!(
             card["name"],
-            format!("local.capture/signet-ts-upstream-{shape}")
+            format!("local.capture/pinfold-ts-upstream-{shape}")
         );
         let lists = raw_tools_list(&peer.url).await;
         assert_conformant(&card, &lists);
@@ -798,7 +798,7 @@ async fn capture_of_the_typescript_sdk_peer_holds_its_lists_in_both_shapes() {
 
 // ------------------------------------------------------------------ verify
 
-/// A Signet over TCP with the reference upstream's draft published and
+/// A Pinfold over TCP with the reference upstream's draft published and
 /// approved as `NAME` 1.0.0.
 struct Published {
     app: TestApp,
@@ -813,7 +813,7 @@ impl Published {
         let app = TestApp::new().await;
         let base = serve_local(app.router.clone()).await;
         let up = upstream(Switches::default()).await;
-        let r = signet(
+        let r = pinfold(
             &["capture", &up.url(), "--name", NAME, "--version", "1.0.0"],
             &[],
         )
@@ -834,19 +834,19 @@ impl Published {
         self.app.as_roles("ci-bot", &["reader"])
     }
 
-    /// `signet verify` of `NAME` against the upstream, as a reader.
+    /// `pinfold verify` of `NAME` against the upstream, as a reader.
     async fn verify(&self, extra: &[&str]) -> Run {
         let token = self.reader();
-        self.verify_with(NAME, extra, &[("SIGNET_TOKEN", token.as_str())])
+        self.verify_with(NAME, extra, &[("PINFOLD_TOKEN", token.as_str())])
             .await
     }
 
-    /// `signet verify --name name` against the upstream with `env`.
+    /// `pinfold verify --name name` against the upstream with `env`.
     async fn verify_with(&self, name: &str, extra: &[&str], env: &[(&str, &str)]) -> Run {
         self.verify_against(name, &self.up.url(), extra, env).await
     }
 
-    /// `signet verify --name name --against url` with `env`.
+    /// `pinfold verify --name name --against url` with `env`.
     async fn verify_against(
         &self,
         name: &str,
@@ -866,7 +866,7 @@ impl Published {
             against,
         ];
         args.extend_from_slice(extra);
-        signet(&args, env).await
+        pinfold(&args, env).await
     }
 }
 
@@ -1009,11 +1009,11 @@ async fn verify_passes_a_conformant_server_and_catches_rug_pulls() {
 async fn verify_exit_codes_for_each_failure() {
     let p = Published::new().await;
     let token = p.reader();
-    let with_token = [("SIGNET_TOKEN", token.as_str())];
+    let with_token = [("PINFOLD_TOKEN", token.as_str())];
 
     // 6: unknown server or version; a version that is not approved.
     let r = p
-        .verify_with("io.github.signet-dev/nope", &[], &with_token)
+        .verify_with("io.github.pinfold/nope", &[], &with_token)
         .await;
     r.expect(6);
     assert!(r.stderr.contains("not_found"), "{}", r.stderr);
@@ -1029,12 +1029,12 @@ async fn verify_exit_codes_for_each_failure() {
     r.expect(0);
     assert_eq!(r.json()["version"], "1.0.0");
 
-    // 5: no token, a token Signet refuses; --token-env names the variable.
+    // 5: no token, a token Pinfold refuses; --token-env names the variable.
     let r = p.verify_with(NAME, &[], &[]).await;
     r.expect(5);
-    assert!(r.stderr.contains("SIGNET_TOKEN"), "{}", r.stderr);
+    assert!(r.stderr.contains("PINFOLD_TOKEN"), "{}", r.stderr);
     let r = p
-        .verify_with(NAME, &[], &[("SIGNET_TOKEN", "not-a-jwt")])
+        .verify_with(NAME, &[], &[("PINFOLD_TOKEN", "not-a-jwt")])
         .await;
     r.expect(5);
     assert!(
@@ -1044,22 +1044,22 @@ async fn verify_exit_codes_for_each_failure() {
     let r = p
         .verify_with(
             NAME,
-            &["--token-env", "CI_SIGNET"],
-            &[("CI_SIGNET", token.as_str())],
+            &["--token-env", "CI_PINFOLD"],
+            &[("CI_PINFOLD", token.as_str())],
         )
         .await;
     r.expect(0);
 
-    // 3: the MCP server cannot be reached (Signet was asked first: fine).
+    // 3: the MCP server cannot be reached (Pinfold was asked first: fine).
     let r = p
         .verify_against(NAME, "http://127.0.0.1:1/mcp", &[], &with_token)
         .await;
     r.expect(3);
     assert!(r.stderr.contains("cannot reach"), "{}", r.stderr);
 
-    // 4: Signet cannot be reached.
+    // 4: Pinfold cannot be reached.
     let url = p.up.url();
-    let r = signet(
+    let r = pinfold(
         &[
             "verify",
             "--server",
@@ -1079,7 +1079,7 @@ async fn verify_exit_codes_for_each_failure() {
     // 2: bad arguments.
     p.verify(&["--mode", "lenient"]).await.expect(2);
     p.verify_with("noslash", &[], &with_token).await.expect(2);
-    let r = signet(
+    let r = pinfold(
         &[
             "verify",
             "--server",
@@ -1097,7 +1097,7 @@ async fn verify_exit_codes_for_each_failure() {
 
     // Over stdio too: the same server, started by verify itself.
     let command = format!("'{UPSTREAM}' --stdio --extra-tool");
-    let r = signet(
+    let r = pinfold(
         &[
             "verify",
             "--server",

@@ -1,6 +1,6 @@
 //! Command-line behaviour that needs no server.
 
-use signet_server::cli::{OpenapiArgs, TokenArgs, openapi, token};
+use pinfold_server::cli::{OpenapiArgs, TokenArgs, openapi, token};
 
 fn args(dir: &std::path::Path, tenant: Option<&str>, roles: &[&str], ttl: &str) -> TokenArgs {
     TokenArgs {
@@ -18,7 +18,7 @@ fn token_refuses_bad_input_with_a_reason() {
     let mut out = Vec::new();
     let e = token(args(dir.path(), Some("dev"), &["reader"], "1h"), &mut out).unwrap_err();
     assert!(e.to_string().contains("no dev signing key"), "{e}");
-    signet_server::devkeys::DevKey::load_or_create(dir.path()).unwrap();
+    pinfold_server::devkeys::DevKey::load_or_create(dir.path()).unwrap();
     let e = token(args(dir.path(), Some("dev"), &["wizard"], "1h"), &mut out).unwrap_err();
     assert!(e.to_string().contains("unknown role"), "{e}");
     let e = token(args(dir.path(), None, &["admin"], "1h"), &mut out).unwrap_err();
@@ -45,12 +45,12 @@ fn token_refuses_bad_input_with_a_reason() {
 fn the_dev_key_is_private_to_its_owner() {
     use std::os::unix::fs::PermissionsExt as _;
     let dir = tempfile::tempdir().unwrap();
-    let key = signet_server::devkeys::DevKey::load_or_create(dir.path()).unwrap();
+    let key = pinfold_server::devkeys::DevKey::load_or_create(dir.path()).unwrap();
     assert!(key.created);
     let mode = std::fs::metadata(&key.path).unwrap().permissions().mode();
     assert_eq!(mode & 0o077, 0, "mode {mode:o}");
     assert!(
-        !signet_server::devkeys::DevKey::load_or_create(dir.path())
+        !pinfold_server::devkeys::DevKey::load_or_create(dir.path())
             .unwrap()
             .created
     );
@@ -60,7 +60,7 @@ fn the_dev_key_is_private_to_its_owner() {
 fn openapi_check_detects_drift() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("openapi.json");
-    std::fs::write(&file, signet_server::app::openapi_json()).unwrap();
+    std::fs::write(&file, pinfold_server::app::openapi_json()).unwrap();
     let mut out = Vec::new();
     assert_eq!(
         openapi(
@@ -82,21 +82,21 @@ fn openapi_check_detects_drift() {
 #[test]
 fn config_names_the_first_bad_setting() {
     let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("signet.toml");
+    let file = dir.path().join("pinfold.toml");
     std::fs::write(
         &file,
         "listen = \"127.0.0.1:8080\"\nbody_limit_bytes = \"lots\"\n",
     )
     .unwrap();
-    let e = signet_server::config::Config::load(Some(&file), &Default::default()).unwrap_err();
+    let e = pinfold_server::config::Config::load(Some(&file), &Default::default()).unwrap_err();
     assert!(format!("{e:#}").contains("body_limit_bytes"), "{e:#}");
     std::fs::write(&file, "colour = \"blue\"\n").unwrap();
-    let e = signet_server::config::Config::load(Some(&file), &Default::default()).unwrap_err();
+    let e = pinfold_server::config::Config::load(Some(&file), &Default::default()).unwrap_err();
     assert!(format!("{e:#}").contains("colour"), "{e:#}");
     std::fs::write(&file, "[auth]\nleeway_secs = 120\n").unwrap();
-    let e = signet_server::config::Config::load(Some(&file), &Default::default()).unwrap_err();
+    let e = pinfold_server::config::Config::load(Some(&file), &Default::default()).unwrap_err();
     assert!(format!("{e:#}").contains("leeway"), "{e:#}");
-    let e = signet_server::config::Config::load(
+    let e = pinfold_server::config::Config::load(
         Some(&dir.path().join("missing.toml")),
         &Default::default(),
     )
@@ -105,13 +105,14 @@ fn config_names_the_first_bad_setting() {
 }
 
 #[test]
-fn unrelated_signet_env_vars_do_not_break_the_config() {
-    // Scripts export SIGNET_BIN and friends; they name no setting and must
+fn unrelated_pinfold_env_vars_do_not_break_the_config() {
+    // Scripts export PINFOLD_BIN and friends; they name no setting and must
     // not make `Config::load` fail (figment would otherwise refuse them).
-    with_env_in_child("SIGNET_BENCH_ONLY_VAR", || {
-        signet_server::config::Config::load(None, &Default::default()).expect("loads");
+    with_env_in_child("PINFOLD_BENCH_ONLY_VAR", || {
+        pinfold_server::config::Config::load(None, &Default::default()).expect("loads");
         assert!(
-            signet_server::config::unknown_env_vars().contains(&"SIGNET_BENCH_ONLY_VAR".to_owned())
+            pinfold_server::config::unknown_env_vars()
+                .contains(&"PINFOLD_BENCH_ONLY_VAR".to_owned())
         );
     });
 }
@@ -128,7 +129,7 @@ fn with_env_in_child(name: &str, f: impl FnOnce()) {
     let status = std::process::Command::new(exe)
         .args([
             "--exact",
-            "cli::unrelated_signet_env_vars_do_not_break_the_config",
+            "cli::unrelated_pinfold_env_vars_do_not_break_the_config",
             "--nocapture",
         ])
         .env(name, "1")

@@ -3,17 +3,17 @@
 //! trickle, stream without end or answer too much.
 //!
 //! The database faults run on a throwaway PostgreSQL cluster
-//! ([`signet_tests::pgcluster`]) on a spare port, never on the cluster of
-//! `SIGNET_TEST_DATABASE_URL`.
+//! ([`pinfold_tests::pgcluster`]) on a spare port, never on the cluster of
+//! `PINFOLD_TEST_DATABASE_URL`.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use pinfold_example_upstream::{Running, Switches};
+use pinfold_tests::pgcluster::Cluster;
+use pinfold_tests::*;
 use serde_json::{Value, json};
-use signet_example_upstream::{Running, Switches};
-use signet_tests::pgcluster::Cluster;
-use signet_tests::*;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 const CARD: &str = include_str!("../../../examples/manage-files-1.0.0.json");
@@ -231,12 +231,12 @@ enum Handshake {
     /// `initialize` and notifications (the call goes through rmcp).
     Legacy,
     /// 2026-07-28: `server/discover` answered, `subscriptions/listen`
-    /// refused (the call is Signet's own sessionless request).
+    /// refused (the call is Pinfold's own sessionless request).
     Sessionless,
 }
 
 /// A raw TCP upstream that misbehaves and counts the connections on which
-/// it started misbehaving and those of them Signet closed.
+/// it started misbehaving and those of them Pinfold closed.
 struct BadUpstream {
     addr: std::net::SocketAddr,
     stuck: Arc<AtomicUsize>,
@@ -389,7 +389,7 @@ impl BadUpstream {
                         }
                         s.fetch_add(1, Ordering::SeqCst);
                         // Answer badly while watching for the close: a read
-                        // of 0 bytes (or an error) means Signet let go.
+                        // of 0 bytes (or an error) means Pinfold let go.
                         let watch = async {
                             let mut b = [0u8; 1024];
                             loop {
@@ -462,7 +462,7 @@ async fn upstreams_that_hang_trickle_stream_forever_or_answer_too_much_get_a_fal
 }
 
 /// One session on an upstream misbehaving `how`: a fallback for `reason`,
-/// and every connection it misbehaved on closed by Signet.
+/// and every connection it misbehaved on closed by Pinfold.
 async fn misbehaving_upstream(
     app: &TestApp,
     how: Misbehaviour,
@@ -488,20 +488,20 @@ async fn misbehaving_upstream(
     );
     assert!(
         up.all_closed().await,
-        "{case:?}: Signet closed its connections ({} misbehaved on, {} closed)",
+        "{case:?}: Pinfold closed its connections ({} misbehaved on, {} closed)",
         up.stuck.load(Ordering::SeqCst),
         up.closed.load(Ordering::SeqCst)
     );
 }
 
-/// A `signet serve` child process (the real binary) in dev mode.
+/// A `pinfold serve` child process (the real binary) in dev mode.
 struct Served {
     child: std::process::Child,
     base: String,
     token: String,
 }
 
-/// Starts `signet serve` on `database_url` with its data in `data_dir`, and
+/// Starts `pinfold serve` on `database_url` with its data in `data_dir`, and
 /// reads its banner (the address and the dev admin token).
 fn serve_binary(data_dir: &std::path::Path, database_url: &str) -> Served {
     let log = std::fs::OpenOptions::new()
@@ -509,7 +509,7 @@ fn serve_binary(data_dir: &std::path::Path, database_url: &str) -> Served {
         .append(true)
         .open(data_dir.join("serve.log"))
         .unwrap();
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_signet-under-test"))
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_pinfold-under-test"))
         .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
         .arg(data_dir)
         .args(["--database-url", database_url])
@@ -517,11 +517,11 @@ fn serve_binary(data_dir: &std::path::Path, database_url: &str) -> Served {
         .env("RUST_LOG", "warn")
         // One caller's burst of publishes is what this test is about, not
         // the per-caller publish limit (which would refuse most of it).
-        .env("SIGNET_RATE_LIMITS__ENABLED", "false")
+        .env("PINFOLD_RATE_LIMITS__ENABLED", "false")
         .stdout(std::process::Stdio::piped())
         .stderr(log)
         .spawn()
-        .expect("spawn signet serve");
+        .expect("spawn pinfold serve");
     let mut reader = std::io::BufReader::new(child.stdout.take().unwrap());
     let banner = read_banner(&mut reader);
     // Keep draining stdout so the child never blocks on a full pipe.
@@ -533,7 +533,7 @@ fn serve_binary(data_dir: &std::path::Path, database_url: &str) -> Served {
         .to_owned();
     let token = banner
         .lines()
-        .find_map(|l| l.trim().strip_prefix("export SIGNET_TOKEN="))
+        .find_map(|l| l.trim().strip_prefix("export PINFOLD_TOKEN="))
         .and_then(|l| l.split_whitespace().next())
         .expect("dev admin token")
         .to_owned();
@@ -651,7 +651,7 @@ async fn kill_during_a_burst_of_publishes(database_url: &str) {
 #[tokio::test]
 async fn kill_9_during_publishes_loses_no_acknowledged_version_on_sqlite() {
     let dir = tempfile::tempdir().unwrap();
-    let url = format!("sqlite://{}", dir.path().join("signet.db").display());
+    let url = format!("sqlite://{}", dir.path().join("pinfold.db").display());
     kill_during_a_burst_of_publishes(&url).await;
 }
 

@@ -1,7 +1,7 @@
 //! Malformed input is a 4xx problem and never a 500, and loses nothing.
 
+use pinfold_tests::*;
 use serde_json::json;
-use signet_tests::*;
 
 async fn put_policy_raw(app: &TestApp, body: &[u8], headers: &[(&str, &str)]) -> Resp {
     let path = format!("/v1/tenants/{}/policy", app.tenant);

@@ -9,8 +9,8 @@
 
 use std::collections::BTreeMap;
 
+use pinfold_tests::*;
 use serde_json::{Value, json};
-use signet_tests::*;
 
 /// Every tenant role: an intruder holding them all is refused by the tenant
 /// boundary, never by a role check that could hide a leak.
@@ -249,7 +249,7 @@ async fn snapshot(app: &TestApp, tenant: &str, token: &str) -> Vec<Value> {
 /// Tenant B with real data: two versions (the first approved), two resolve
 /// sessions, a provider profile and two pending grants.
 struct TenantB {
-    tenant: signet_core::ids::TenantId,
+    tenant: pinfold_core::ids::TenantId,
     owner: String,
     session: String,
     grant: String,
@@ -464,7 +464,7 @@ fn documents(doc: &Value, operation: &str, status: &str) -> bool {
     })
 }
 
-/// The next-page cursor of a list answer, in Signet's or the official
+/// The next-page cursor of a list answer, in Pinfold's or the official
 /// registry's spelling.
 fn next_cursor(v: &Value) -> Option<String> {
     match v {

@@ -4,8 +4,8 @@
 
 use std::time::Duration;
 
-use signet_server::config::{ClassLimits, Config};
-use signet_tests::*;
+use pinfold_server::config::{ClassLimits, Config};
+use pinfold_tests::*;
 
 /// An app whose `reads` allow `tenant` and `principal` bursts at one
 /// request per second each; every other class is generous.
@@ -22,7 +22,7 @@ async fn limited(tenant_burst: u32, principal_burst: u32) -> TestApp {
     .await
 }
 
-fn servers(t: &signet_core::ids::TenantId) -> String {
+fn servers(t: &pinfold_core::ids::TenantId) -> String {
     format!("/v1/tenants/{t}/servers")
 }
 
@@ -52,10 +52,10 @@ async fn a_burst_past_the_tenant_limit_is_429_with_retry_after_and_a_problem() {
     let r = app.send("GET", "/metrics", None, None).await;
     let text = String::from_utf8(r.bytes).unwrap();
     assert!(
-        text.contains("signet_rate_limited_total{class=\"reads\",scope=\"tenant\"} 2"),
+        text.contains("pinfold_rate_limited_total{class=\"reads\",scope=\"tenant\"} 2"),
         "{text}"
     );
-    assert!(text.contains("signet_rate_limited_total{class=\"publish\",scope=\"principal\"} 0"));
+    assert!(text.contains("pinfold_rate_limited_total{class=\"publish\",scope=\"principal\"} 0"));
 }
 
 #[tokio::test]
@@ -154,8 +154,8 @@ async fn one_caller_exhausted_leaves_other_callers_of_the_tenant_untouched() {
     let limiter = app.rate_limiter.clone().unwrap();
     assert_eq!(
         limiter.refused(
-            signet_http::ratelimit::RouteClass::Reads,
-            signet_http::ratelimit::LimitScope::Tenant
+            pinfold_http::ratelimit::RouteClass::Reads,
+            pinfold_http::ratelimit::LimitScope::Tenant
         ),
         0
     );
@@ -224,7 +224,7 @@ async fn disabled_limits_never_answer_429() {
     assert!(
         !String::from_utf8(r.bytes)
             .unwrap()
-            .contains("signet_rate_limited_total")
+            .contains("pinfold_rate_limited_total")
     );
 }
 
@@ -232,7 +232,7 @@ async fn disabled_limits_never_answer_429() {
 fn limits_come_from_the_environment() {
     // Setting variables in-process would race the other test threads: the
     // test re-runs itself in a child process with them set.
-    const MARK: &str = "SIGNET_RATE_LIMITS__READS__TENANT_BURST";
+    const MARK: &str = "PINFOLD_RATE_LIMITS__READS__TENANT_BURST";
     if std::env::var_os(MARK).is_none() {
         let out = std::process::Command::new(std::env::current_exe().unwrap())
             .args([
@@ -241,10 +241,10 @@ fn limits_come_from_the_environment() {
                 "--nocapture",
             ])
             .env(MARK, "7")
-            .env("SIGNET_RATE_LIMITS__ENABLED", "false")
-            .env("SIGNET_RATE_LIMITS__PUBLISH__PRINCIPAL_RATE", "0.25")
-            .env("SIGNET_CONNECTIONS__MAX_CONNECTIONS", "3")
-            .env("SIGNET_CONNECTIONS__HEADER_READ_TIMEOUT_SECS", "4")
+            .env("PINFOLD_RATE_LIMITS__ENABLED", "false")
+            .env("PINFOLD_RATE_LIMITS__PUBLISH__PRINCIPAL_RATE", "0.25")
+            .env("PINFOLD_CONNECTIONS__MAX_CONNECTIONS", "3")
+            .env("PINFOLD_CONNECTIONS__HEADER_READ_TIMEOUT_SECS", "4")
             .output()
             .unwrap();
         let stdout = String::from_utf8_lossy(&out.stdout);
@@ -264,11 +264,11 @@ fn limits_come_from_the_environment() {
     assert_eq!(cfg.connections.max_connections, 3);
     assert_eq!(cfg.connections.header_read_timeout_secs, 4);
     // Known settings: `serve` does not warn about them.
-    let unknown = signet_server::config::unknown_env_vars();
+    let unknown = pinfold_server::config::unknown_env_vars();
     assert!(
         !unknown
             .iter()
-            .any(|v| v.starts_with("SIGNET_RATE_LIMITS") || v.starts_with("SIGNET_CONNECTIONS")),
+            .any(|v| v.starts_with("PINFOLD_RATE_LIMITS") || v.starts_with("PINFOLD_CONNECTIONS")),
         "{unknown:?}"
     );
 }
@@ -345,7 +345,7 @@ async fn every_tenant_operation_is_charged_to_its_class() {
                 .await;
             assert_ne!(first.status, 429, "{method} {template}: first call");
             let second = app.send(m.as_str(), &path, Some(&token), body).await;
-            let want = signet_server::rate_limits::classify(&m, template)
+            let want = pinfold_server::rate_limits::classify(&m, template)
                 .unwrap_or_else(|| panic!("{method} {template} has no class"));
             let problem = second.problem(429, "rate_limited");
             assert_eq!(problem["class"], want.name(), "{method} {template}");
@@ -413,7 +413,7 @@ async fn the_304_fast_path_is_charged_and_refused_like_the_router() {
     );
     let text = String::from_utf8(app.send("GET", "/metrics", None, None).await.bytes).unwrap();
     assert!(
-        text.contains("signet_rate_limited_total{class=\"reads\",scope=\"principal\"} 1"),
+        text.contains("pinfold_rate_limited_total{class=\"reads\",scope=\"principal\"} 1"),
         "{text}"
     );
 }

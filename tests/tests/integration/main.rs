@@ -1,5 +1,5 @@
 //! The integration suite: one binary, run on SQLite by default and on
-//! PostgreSQL when `SIGNET_TEST_DATABASE_URL` is set.
+//! PostgreSQL when `PINFOLD_TEST_DATABASE_URL` is set.
 
 mod auth;
 mod capture;

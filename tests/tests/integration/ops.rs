@@ -1,7 +1,7 @@
 //! Operational endpoints, request ids, problem rendering, OpenAPI and docs.
 
+use pinfold_tests::TestApp;
 use serde_json::Value;
-use signet_tests::TestApp;
 
 #[tokio::test]
 async fn healthz_and_readyz_answer() {
@@ -41,7 +41,7 @@ async fn metrics_count_requests_by_route_template() {
     );
     let text = String::from_utf8(r.bytes).unwrap();
     assert!(
-        text.contains(r#"signet_http_requests_total{route="/v1/tenants/{tenant}",method="GET",status="200"} 3"#),
+        text.contains(r#"pinfold_http_requests_total{route="/v1/tenants/{tenant}",method="GET",status="200"} 3"#),
         "{text}"
     );
     assert!(
@@ -52,7 +52,7 @@ async fn metrics_count_requests_by_route_template() {
         !text.contains(app.tenant.as_str()),
         "raw tenant ids must not become labels"
     );
-    assert!(text.contains("signet_http_request_duration_seconds_bucket{"));
+    assert!(text.contains("pinfold_http_request_duration_seconds_bucket{"));
 }
 
 #[tokio::test]
@@ -154,10 +154,10 @@ async fn openapi_is_3_1_and_every_documented_path_is_routed() {
             assert_ne!(code, "method_not_allowed", "{method} {path}");
         }
     }
-    // The served document is the one `signet openapi` prints.
+    // The served document is the one `pinfold openapi` prints.
     assert_eq!(
         doc,
-        serde_json::from_str::<Value>(&signet_server::app::openapi_json()).unwrap()
+        serde_json::from_str::<Value>(&pinfold_server::app::openapi_json()).unwrap()
     );
 }
 
@@ -165,7 +165,7 @@ async fn openapi_is_3_1_and_every_documented_path_is_routed() {
 async fn committed_openapi_matches_the_generated_document() {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../openapi/openapi.json");
     let committed = std::fs::read_to_string(&path).expect("openapi/openapi.json is committed");
-    let generated = signet_server::app::openapi_json();
+    let generated = pinfold_server::app::openapi_json();
     if committed != generated {
         let line = committed
             .lines()
@@ -173,7 +173,7 @@ async fn committed_openapi_matches_the_generated_document() {
             .position(|(a, b)| a != b)
             .map_or_else(|| "the end".to_owned(), |i| format!("line {}", i + 1));
         panic!(
-            "openapi/openapi.json drifted (first difference at {line}): run `cargo run -q --bin signet -- openapi > openapi/openapi.json`"
+            "openapi/openapi.json drifted (first difference at {line}): run `cargo run -q --bin pinfold -- openapi > openapi/openapi.json`"
         );
     }
 }
@@ -253,12 +253,14 @@ async fn raw_exchange(addr: std::net::SocketAddr, head: &str, body: &[u8]) -> (u
 
 #[tokio::test]
 async fn stalled_bodies_time_out_and_declared_oversize_bodies_are_refused_as_problems() {
-    let db = signet_tests::fresh_db().await;
-    let mut cfg = signet_tests::config_for(&db);
+    let db = pinfold_tests::fresh_db().await;
+    let mut cfg = pinfold_tests::config_for(&db);
     cfg.listen = "127.0.0.1:0".into();
     cfg.request_timeout_secs = 1;
     cfg.body_limit_bytes = 4096;
-    let running = signet_server::serve::start(cfg, None).await.expect("start");
+    let running = pinfold_server::serve::start(cfg, None)
+        .await
+        .expect("start");
     let token = running.dev_tokens.clone().expect("dev mode").admin;
     // A body announced as 100 bytes of which 10 arrive: the handler waits
     // for the rest until the request timeout answers.

@@ -1,6 +1,6 @@
-//! `signet publish` end to end: the real command line (the `signet` binary's
-//! own `main.rs`, built by this package as `signet-under-test`) run as a
-//! child process against a Signet served over TCP, on both databases. Every
+//! `pinfold publish` end to end: the real command line (the `pinfold` binary's
+//! own `main.rs`, built by this package as `pinfold-under-test`) run as a
+//! child process against a Pinfold served over TCP, on both databases. Every
 //! outcome's exit code and stdout line; `--wait-approved` while a reviewer
 //! acts; `--github-oidc` against a stand-in for the GitHub Actions token
 //! endpoint and a JWKS-configured issuer whose claim rules decide the role.
@@ -17,14 +17,14 @@ use aws_lc_rs::signature::{KeyPair as _, RSA_PKCS1_SHA256};
 use axum::extract::{Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::IntoResponse;
+use pinfold_tests::*;
 use serde_json::{Value, json};
-use signet_tests::*;
 
 const SERVER: &str = "io.github.acme/files";
 
-/// The `signet` binary under test.
-fn signet_bin() -> &'static str {
-    env!("CARGO_BIN_EXE_signet-under-test")
+/// The `pinfold` binary under test.
+fn pinfold_bin() -> &'static str {
+    env!("CARGO_BIN_EXE_pinfold-under-test")
 }
 
 /// What a run of the binary produced.
@@ -43,10 +43,10 @@ impl Run {
 }
 
 /// A command for the binary with a clean environment (nothing inherited:
-/// neither a `SIGNET_TOKEN` nor, when the suite itself runs in GitHub
+/// neither a `PINFOLD_TOKEN` nor, when the suite itself runs in GitHub
 /// Actions, the runner's `ACTIONS_ID_TOKEN_REQUEST_*`).
 fn command(args: &[&str], env: &[(&str, &str)]) -> Command {
-    let mut cmd = Command::new(signet_bin());
+    let mut cmd = Command::new(pinfold_bin());
     cmd.args(args).env_clear();
     for (k, v) in env {
         cmd.env(k, v);
@@ -55,13 +55,13 @@ fn command(args: &[&str], env: &[(&str, &str)]) -> Command {
 }
 
 /// Runs the binary to completion (off the async workers, so the served
-/// Signet keeps answering).
-async fn signet(args: &[&str], env: &[(&str, &str)]) -> Run {
+/// Pinfold keeps answering).
+async fn pinfold(args: &[&str], env: &[(&str, &str)]) -> Run {
     let mut cmd = command(args, env);
     let out = tokio::task::spawn_blocking(move || cmd.output())
         .await
         .unwrap()
-        .expect("run the signet binary");
+        .expect("run the pinfold binary");
     Run {
         code: out.status.code().expect("exited"),
         stdout: String::from_utf8(out.stdout).unwrap(),
@@ -114,12 +114,12 @@ fn vpath(app: &TestApp, version: &str) -> String {
 }
 
 /// `publish FILE --server BASE --tenant T` with extra flags, the token in
-/// `SIGNET_TOKEN`.
+/// `PINFOLD_TOKEN`.
 async fn publish(base: &str, tenant: &str, file: &str, token: Option<&str>, extra: &[&str]) -> Run {
     let mut args = vec!["publish", file, "--server", base, "--tenant", tenant];
     args.extend_from_slice(extra);
-    let env: Vec<(&str, &str)> = token.map(|t| ("SIGNET_TOKEN", t)).into_iter().collect();
-    signet(&args, &env).await
+    let env: Vec<(&str, &str)> = token.map(|t| ("PINFOLD_TOKEN", t)).into_iter().collect();
+    pinfold(&args, &env).await
 }
 
 #[track_caller]
@@ -163,7 +163,7 @@ async fn created_identical_and_conflict_have_their_exit_codes() {
     let conflict = publish(&base, t, &other, Some(&token), &[]).await;
     assert_code(&conflict, 3);
     let doc: Value = serde_json::from_slice(&std::fs::read(&other).unwrap()).unwrap();
-    let yours = signet_core::digest::digest(&doc);
+    let yours = pinfold_core::digest::digest(&doc);
     assert_ne!(yours, digest);
     assert_eq!(
         conflict.lines(),
@@ -175,7 +175,7 @@ async fn created_identical_and_conflict_have_their_exit_codes() {
     // From stdin, `-`.
     let mut cmd = command(
         &["publish", "-", "--server", &base, "--tenant", t],
-        &[("SIGNET_TOKEN", token.as_str())],
+        &[("PINFOLD_TOKEN", token.as_str())],
     );
     cmd.stdin(Stdio::from(std::fs::File::open(&file).unwrap()));
     let out = tokio::task::spawn_blocking(move || cmd.output())
@@ -200,7 +200,7 @@ async fn an_invalid_card_lists_every_pointer() {
             {"name": "read_file", "inputSchema": {"type": "object"}}
         ], "prompts": [], "resources": [], "resourceTemplates": []}
     });
-    let expected = signet_core::card::ServerCard::check(&bad, &Default::default())
+    let expected = pinfold_core::card::ServerCard::check(&bad, &Default::default())
         .expect_err("the card is invalid")
         .errors;
     assert!(expected.len() >= 3, "{expected:?}");
@@ -251,7 +251,7 @@ async fn an_invalid_card_lists_every_pointer() {
         let run = publish(&base, t, &f, Some(&token), &[]).await;
         assert_code(&run, 2);
         assert!(run.stdout.is_empty(), "{}", run.stdout);
-        assert!(run.stderr.starts_with("signet: "), "{}", run.stderr);
+        assert!(run.stderr.starts_with("pinfold: "), "{}", run.stderr);
     }
     // A bad server URL and conflicting flags are usage errors too.
     let file = card_file(dir.path(), "1.0.0", "ok");
@@ -293,7 +293,7 @@ async fn unauthorised_is_its_own_exit_code() {
     assert_code(&run, 5);
     assert!(
         run.stdout
-            .starts_with("unauthorised: no token: environment variable SIGNET_TOKEN"),
+            .starts_with("unauthorised: no token: environment variable PINFOLD_TOKEN"),
         "{}",
         run.stdout
     );
@@ -384,7 +384,7 @@ async fn unreachable_after_bounded_retries() {
         run.stderr
     );
 
-    // A 500 is a bug, not an outage: no retry, still code 6 (Signet failed).
+    // A 500 is a bug, not an outage: no retry, still code 6 (Pinfold failed).
     let hits = Arc::new(AtomicUsize::new(0));
     let h = hits.clone();
     let (l, base) = listen().await;
@@ -428,7 +428,7 @@ async fn unreachable_after_bounded_retries() {
 async fn plain_http_to_another_host_needs_insecure_http() {
     let dir = tempfile::tempdir().unwrap();
     let file = card_file(dir.path(), "1.0.0", "Files in an Acme workspace");
-    let server = "http://ci:pw-secret@signet.example";
+    let server = "http://ci:pw-secret@pinfold.example";
     let verify = |extra: &'static [&'static str]| {
         let mut args = vec![
             "verify",
@@ -448,26 +448,26 @@ async fn plain_http_to_another_host_needs_insecure_http() {
     // password is not repeated.
     for run in [
         publish(server, "acme", &file, Some("t"), &[]).await,
-        signet(&verify(&[]), &[("SIGNET_TOKEN", "t")]).await,
+        pinfold(&verify(&[]), &[("PINFOLD_TOKEN", "t")]).await,
     ] {
         assert_code(&run, 2);
         let text = format!("{}{}", run.stdout, run.stderr);
         assert!(text.contains("--insecure-http"), "{text}");
-        assert!(text.contains("http://signet.example"), "{text}");
+        assert!(text.contains("http://pinfold.example"), "{text}");
         assert!(!text.contains("pw-secret"), "{text}");
     }
     // With the flag the URL is accepted: the run goes on to the token,
     // which is missing here (exit 5), with no network needed.
     for run in [
         publish(server, "acme", &file, None, &["--insecure-http"]).await,
-        signet(&verify(&["--insecure-http"]), &[]).await,
+        pinfold(&verify(&["--insecure-http"]), &[]).await,
     ] {
         assert_code(&run, 5);
     }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_stalling_signet_cannot_stretch_the_wait_past_its_timeout() {
+async fn a_stalling_pinfold_cannot_stretch_the_wait_past_its_timeout() {
     let dir = tempfile::tempdir().unwrap();
     let file = card_file(dir.path(), "1.0.0", "Files in an Acme workspace");
     // Publishing succeeds (pending); every poll then hangs, far longer than
@@ -544,7 +544,7 @@ async fn start_waiting(
             "--timeout",
             timeout,
         ],
-        &[("SIGNET_TOKEN", token)],
+        &[("PINFOLD_TOKEN", token)],
     )
     .stdout(Stdio::piped())
     .stderr(Stdio::piped())
@@ -686,7 +686,7 @@ async fn wait_approved_ends_approved_rejected_or_timed_out() {
 const GITHUB_ISSUER: &str = "https://token.actions.githubusercontent.com";
 /// The Actions runtime's request token the stand-in expects.
 const REQUEST_TOKEN: &str = "actions-runtime-request-token";
-const MAIN_REF: &str = "acme/infra/.github/workflows/signet.yml@refs/heads/main";
+const MAIN_REF: &str = "acme/infra/.github/workflows/pinfold.yml@refs/heads/main";
 
 /// A stand-in for GitHub: an RS256 key published as a JWKS, and the Actions
 /// runtime's ID token endpoint minting GitHub-shaped tokens.
@@ -814,10 +814,10 @@ impl FakeGithub {
     }
 }
 
-/// A Signet whose configuration trusts the GitHub issuer (JWKS at the
-/// stand-in) with claim rules for `tenant`, as `signet serve` would load
+/// A Pinfold whose configuration trusts the GitHub issuer (JWKS at the
+/// stand-in) with claim rules for `tenant`, as `pinfold serve` would load
 /// it from TOML; the test issuers too (to create the tenant and review).
-async fn github_signet(gh_base: &str, tenant: &str, leeway: u64) -> (TestApp, String) {
+async fn github_pinfold(gh_base: &str, tenant: &str, leeway: u64) -> (TestApp, String) {
     let (listener, base) = listen().await;
     let toml = format!(
         r#"
@@ -837,16 +837,16 @@ tenant = "{tenant}"
 roles = ["publisher"]
 
 [[auth.issuers.rules]]
-match = {{ repository_owner = "acme", job_workflow_ref = "acme/infra/.github/workflows/signet.yml@refs/tags/*" }}
+match = {{ repository_owner = "acme", job_workflow_ref = "acme/infra/.github/workflows/pinfold.yml@refs/tags/*" }}
 tenant = "{tenant}"
 roles = ["reader"]
 "#
     );
     let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("signet.toml");
+    let file = dir.path().join("pinfold.toml");
     std::fs::write(&file, toml).unwrap();
-    let cfg = signet_server::config::Config::load(Some(&file), &Default::default()).unwrap();
-    let mut issuers = signet_server::serve::issuer_configs(&cfg).unwrap();
+    let cfg = pinfold_server::config::Config::load(Some(&file), &Default::default()).unwrap();
+    let mut issuers = pinfold_server::serve::issuer_configs(&cfg).unwrap();
     issuers.extend(test_issuers());
     let app = TestApp::build(issuers, |c| c.auth.leeway_secs = leeway).await;
     let r = app
@@ -871,7 +871,7 @@ async fn github_oidc_publishes_with_the_role_its_claim_rule_maps() {
     let gh = FakeGithub::new();
     let gh_base = gh.serve().await;
     let tenant = fresh_tenant_id();
-    let (app, base) = github_signet(&gh_base, &tenant, 30).await;
+    let (app, base) = github_pinfold(&gh_base, &tenant, 30).await;
     let dir = tempfile::tempdir().unwrap();
     let file = card_file(dir.path(), "1.0.0", "Files in an Acme workspace");
     let runtime_url = format!("{gh_base}/idtoken?api-version=2.0");
@@ -895,7 +895,7 @@ async fn github_oidc_publishes_with_the_role_its_claim_rule_maps() {
             ];
             args.extend(extra);
             let args: Vec<&str> = args.iter().map(String::as_str).collect();
-            signet(&args, &env).await
+            pinfold(&args, &env).await
         }
     };
 
@@ -922,7 +922,7 @@ async fn github_oidc_publishes_with_the_role_its_claim_rule_maps() {
         "repo:acme/infra:ref:refs/heads/main"
     );
 
-    // `signet verify --github-oidc` takes its token the same way: the
+    // `pinfold verify --github-oidc` takes its token the same way: the
     // record is read with it (still pending, so code 6, before any MCP
     // server is touched), and a runtime that refuses gives code 5.
     let verify = |env: [(&'static str, String); 2]| {
@@ -930,7 +930,7 @@ async fn github_oidc_publishes_with_the_role_its_claim_rule_maps() {
         let tenant = tenant.clone();
         async move {
             let env = [(env[0].0, env[0].1.as_str()), (env[1].0, env[1].1.as_str())];
-            signet(
+            pinfold(
                 &[
                     "verify",
                     "--server",
@@ -977,7 +977,7 @@ async fn github_oidc_publishes_with_the_role_its_claim_rule_maps() {
     // mapped role is what decides, so publishing is refused (403), code 5.
     *gh.claims.lock().unwrap() = github_claims(
         "acme",
-        "acme/infra/.github/workflows/signet.yml@refs/tags/v1.1.0",
+        "acme/infra/.github/workflows/pinfold.yml@refs/tags/v1.1.0",
     );
     let v110 = card_file(dir.path(), "1.1.0", "Files in an Acme workspace");
     let run = oidc(v110.clone(), vec![]).await;
@@ -991,7 +991,7 @@ async fn github_oidc_publishes_with_the_role_its_claim_rule_maps() {
     // `tenant`/`roles` claims would not help: the issuer has rules).
     let mut evil = github_claims(
         "evil",
-        "evil/infra/.github/workflows/signet.yml@refs/heads/main",
+        "evil/infra/.github/workflows/pinfold.yml@refs/heads/main",
     );
     evil["tenant"] = json!(tenant);
     evil["roles"] = json!(["admin"]);
@@ -1004,7 +1004,7 @@ async fn github_oidc_publishes_with_the_role_its_claim_rule_maps() {
         run.stdout
     );
 
-    // A token for another audience is refused by Signet.
+    // A token for another audience is refused by Pinfold.
     *gh.claims.lock().unwrap() = github_claims("acme", MAIN_REF);
     let run = oidc(
         v110.clone(),
@@ -1024,7 +1024,7 @@ async fn github_oidc_publishes_with_the_role_its_claim_rule_maps() {
         ("ACTIONS_ID_TOKEN_REQUEST_URL", runtime_url.as_str()),
         ("ACTIONS_ID_TOKEN_REQUEST_TOKEN", "not-the-runtime-token"),
     ];
-    let run = signet(
+    let run = pinfold(
         &[
             "publish",
             &v110,
@@ -1046,7 +1046,7 @@ async fn github_oidc_publishes_with_the_role_its_claim_rule_maps() {
 
     // Outside Actions, or without `permissions: id-token: write`: code 5
     // and the fix named.
-    let run = signet(
+    let run = pinfold(
         &[
             "publish",
             &v110,
@@ -1079,7 +1079,7 @@ async fn github_oidc_asks_for_a_fresh_token_when_a_wait_outlasts_it() {
     *gh.lifetime.lock().unwrap() = 2;
     let gh_base = gh.serve().await;
     let tenant = fresh_tenant_id();
-    let (app, base) = github_signet(&gh_base, &tenant, 0).await;
+    let (app, base) = github_pinfold(&gh_base, &tenant, 0).await;
     let dir = tempfile::tempdir().unwrap();
     let file = card_file(dir.path(), "1.0.0", "Files in an Acme workspace");
     let runtime_url = format!("{gh_base}/idtoken?api-version=2.0");
@@ -1134,7 +1134,7 @@ async fn github_oidc_asks_for_a_fresh_token_when_a_wait_outlasts_it() {
 }
 
 /// Every claim-rule snippet the docs show (README, docs/CLI.md, the example
-/// workflow's header) is a configuration Signet accepts, with its rules.
+/// workflow's header) is a configuration Pinfold accepts, with its rules.
 #[test]
 fn documented_claim_rules_load() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
@@ -1153,41 +1153,44 @@ fn documented_claim_rules_load() {
             }
         }
     }
-    // The workflow's header comment: the lines between "(signet.toml)" and
+    // The workflow's header comment: the lines between "(pinfold.toml)" and
     // the exit-code paragraph, without their "#   " prefix.
-    let wf = read("examples/github-actions/signet.yml");
+    let wf = read("examples/github-actions/pinfold.yml");
     let toml: Vec<&str> = wf
         .lines()
-        .skip_while(|l| !l.contains("signet.toml"))
+        .skip_while(|l| !l.contains("pinfold.toml"))
         .skip(1)
         .take_while(|l| !l.contains("Exit codes"))
         .map(|l| l.trim_start_matches('#').trim_start())
         .collect();
-    snippets.push(("examples/github-actions/signet.yml".into(), toml.join("\n")));
+    snippets.push((
+        "examples/github-actions/pinfold.yml".into(),
+        toml.join("\n"),
+    ));
     assert!(snippets.len() >= 3, "{snippets:?}");
     let dir = tempfile::tempdir().unwrap();
     for (doc, body) in snippets {
         let file = dir.path().join("snippet.toml");
         std::fs::write(&file, &body).unwrap();
-        let cfg = signet_server::config::Config::load(Some(&file), &Default::default())
+        let cfg = pinfold_server::config::Config::load(Some(&file), &Default::default())
             .unwrap_or_else(|e| panic!("{doc}: {e:#}\n{body}"));
-        let issuers = signet_server::serve::issuer_configs(&cfg).unwrap();
+        let issuers = pinfold_server::serve::issuer_configs(&cfg).unwrap();
         assert!(
             issuers.iter().any(
-                |i| matches!(&i.mapping, signet_http::auth::ClaimMapping::Rules(r) if !r.is_empty())
+                |i| matches!(&i.mapping, pinfold_http::auth::ClaimMapping::Rules(r) if !r.is_empty())
             ),
             "{doc}: no claim rules in\n{body}"
         );
         // What the documented rules grant the example workflow's jobs: the
-        // job bound to the signet-publish environment publishes; the same
+        // job bound to the pinfold-publish environment publishes; the same
         // workflow's other jobs (verify runs the server under test) only
         // read; another repository of the same owner name gets nothing.
-        let granted = |extra: Value| -> Option<Vec<signet_http::auth::Role>> {
+        let granted = |extra: Value| -> Option<Vec<pinfold_http::auth::Role>> {
             let mut claims = json!({
                 "sub": "repo:acme/files:ref:refs/tags/v1.2.0",
                 "repository": "acme/files", "repository_id": "123456789",
                 "repository_owner": "acme", "repository_owner_id": "4242",
-                "job_workflow_ref": "acme/files/.github/workflows/signet.yml@refs/tags/v1.2.0",
+                "job_workflow_ref": "acme/files/.github/workflows/pinfold.yml@refs/tags/v1.2.0",
                 "ref": "refs/tags/v1.2.0",
             });
             for (k, v) in extra.as_object().unwrap() {
@@ -1195,17 +1198,17 @@ fn documented_claim_rules_load() {
             }
             let claims = claims.as_object().unwrap();
             issuers.iter().find_map(|i| match &i.mapping {
-                signet_http::auth::ClaimMapping::Rules(rules) => rules
+                pinfold_http::auth::ClaimMapping::Rules(rules) => rules
                     .iter()
                     .find(|r| r.matches(claims))
                     .map(|r| r.roles().to_vec()),
                 _ => None,
             })
         };
-        use signet_http::auth::Role;
+        use pinfold_http::auth::Role;
         assert_eq!(
-            granted(json!({"environment": "signet-publish",
-                           "sub": "repo:acme/files:environment:signet-publish"})),
+            granted(json!({"environment": "pinfold-publish",
+                           "sub": "repo:acme/files:environment:pinfold-publish"})),
             Some(vec![Role::Publisher]),
             "{doc}"
         );
@@ -1217,7 +1220,7 @@ fn documented_claim_rules_load() {
         );
         assert_eq!(
             granted(
-                json!({"environment": "signet-publish", "repository_owner_id": "666",
+                json!({"environment": "pinfold-publish", "repository_owner_id": "666",
                            "repository_id": "777"})
             ),
             None,

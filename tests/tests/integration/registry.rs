@@ -3,9 +3,9 @@
 
 use std::sync::Arc;
 
+use pinfold_tests::*;
 use serde_json::{Value, json};
 use sha2::{Digest as _, Sha256};
-use signet_tests::*;
 
 const SERVER: &str = "io.github.acme/files";
 
@@ -84,7 +84,7 @@ async fn publish_then_republish_identical_is_200_with_the_same_body() {
     let first = r.json();
     assert_eq!(first["status"], "pending", "new tenants require approval");
     assert_eq!(first["published_by"], "paula-publisher");
-    assert_eq!(first["digest"], signet_core::digest::digest(&doc));
+    assert_eq!(first["digest"], pinfold_core::digest::digest(&doc));
     assert_eq!(first["card"], doc);
     assert_eq!(
         r.header("location").unwrap(),
@@ -119,8 +119,8 @@ async fn different_content_for_a_version_is_409_with_both_digests() {
     let p = publish(&app, &publisher(&app), &b)
         .await
         .problem(409, "version_exists");
-    assert_eq!(p["existing_digest"], signet_core::digest::digest(&a));
-    assert_eq!(p["submitted_digest"], signet_core::digest::digest(&b));
+    assert_eq!(p["existing_digest"], pinfold_core::digest::digest(&a));
+    assert_eq!(p["submitted_digest"], pinfold_core::digest::digest(&b));
     let stored = app
         .get(&vpath(&app, SERVER, "1.0.0"), &app.admin())
         .await
@@ -760,7 +760,7 @@ async fn the_304_fast_path_answers_exactly_as_the_router() {
     assert_eq!(fast(), before + 2);
     // Both paths count under the route's template.
     let text = String::from_utf8(app.send("GET", "/metrics", None, None).await.bytes).unwrap();
-    let line = "signet_http_requests_total{route=\"/v1/tenants/{tenant}/servers/{server}/versions/{version}\",method=\"GET\",status=\"304\"} 5";
+    let line = "pinfold_http_requests_total{route=\"/v1/tenants/{tenant}/servers/{server}/versions/{version}\",method=\"GET\",status=\"304\"} 5";
     assert!(text.contains(line), "{text}");
 }
 
@@ -812,7 +812,7 @@ async fn signature_card_and_tools_views() {
     let r = app.get(&format!("{base}/signature"), &t).await;
     assert_eq!(r.status, 200);
     let digest = format!("sha256:{}", hex_of(&Sha256::digest(&r.bytes)));
-    assert_eq!(digest, signet_core::digest::digest(&doc));
+    assert_eq!(digest, pinfold_core::digest::digest(&doc));
     assert_eq!(
         r.header("cache-control").as_deref(),
         Some("private, max-age=31536000, immutable")
@@ -1163,12 +1163,12 @@ async fn attestations_verify_offline_with_the_tenant_jwks() {
     v.required_spec_claims.clear();
     v.validate_exp = false;
     v.validate_aud = false;
-    v.set_issuer(&[format!("signet:tenant:{}", app.tenant)]);
+    v.set_issuer(&[format!("pinfold:tenant:{}", app.tenant)]);
     let claims =
         jsonwebtoken::decode::<Value>(&jws, &jsonwebtoken::DecodingKey::from_jwk(jwk).unwrap(), &v)
             .unwrap()
             .claims;
-    assert_eq!(claims["digest"], signet_core::digest::digest(&doc));
+    assert_eq!(claims["digest"], pinfold_core::digest::digest(&doc));
     assert_eq!(claims["status"], "approved");
     assert_eq!(claims["approved_by"], "rick-reviewer");
     assert_eq!(claims["server"], SERVER);
@@ -1232,10 +1232,10 @@ async fn documents_are_immutable_in_the_database() {
     let delete = "DELETE FROM versions";
     for sql in [update, digest, delete] {
         let e = match &app.store {
-            signet_server::store::Store::Sqlite(s) => {
+            pinfold_server::store::Store::Sqlite(s) => {
                 sqlx::query(sql).execute(s.pool()).await.unwrap_err()
             }
-            signet_server::store::Store::Postgres(_) => sqlx::query(sql)
+            pinfold_server::store::Store::Postgres(_) => sqlx::query(sql)
                 .execute(&app.owner_pool().await.unwrap())
                 .await
                 .unwrap_err(),
@@ -1393,7 +1393,7 @@ async fn import_server_json_creates_an_empty_signature() {
 
 #[tokio::test]
 async fn another_replica_sees_status_changes_at_once() {
-    // Two Signet processes over one PostgreSQL: the second's ETag index must
+    // Two Pinfold processes over one PostgreSQL: the second's ETag index must
     // not answer 304 for a version whose status changed on the first
     // (LISTEN/NOTIFY eviction, not the 30 s TTL).
     if backend() == Backend::Sqlite {

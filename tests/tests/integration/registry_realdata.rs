@@ -3,8 +3,8 @@
 
 use std::path::Path;
 
+use pinfold_tests::*;
 use serde_json::{Map, Value, json};
-use signet_tests::*;
 
 fn github_tools(realdata: &Path) -> Vec<Value> {
     let mut files: Vec<_> = std::fs::read_dir(realdata.join("github-toolsnaps"))
@@ -19,7 +19,7 @@ fn github_tools(realdata: &Path) -> Vec<Value> {
 }
 
 /// Our own reading of the normalisation rule (docs/SEMANTICS.md,
-/// "Normalisation"), written independently of signet-core as an oracle.
+/// "Normalisation"), written independently of pinfold-core as an oracle.
 fn expected_hints(annotations: Option<&Value>) -> (bool, bool, bool, bool) {
     let get = |k: &str, default: bool| {
         annotations

@@ -23,7 +23,7 @@ fn readme_commands() -> Vec<String> {
 fn readme_opens_with_run_and_test_commands() {
     let cmds = readme_commands();
     assert_eq!(cmds.len(), 2);
-    assert_eq!(cmds[0], "cargo run --bin signet -- serve");
+    assert_eq!(cmds[0], "cargo run --bin pinfold -- serve");
     assert!(cmds[1].starts_with("cargo test"), "{}", cmds[1]);
 }
 
@@ -37,8 +37,8 @@ fn ci_runs_the_readme_test_command_on_both_databases() {
         ci.contains(&array),
         ".ci/run must run the README's test command ({test_cmd})"
     );
-    assert!(ci.contains("env -u SIGNET_TEST_DATABASE_URL \"${TEST_CMD[@]}\""));
-    assert!(ci.contains("SIGNET_TEST_DATABASE_URL=\"$PG_URL\" \"${TEST_CMD[@]}\""));
+    assert!(ci.contains("env -u PINFOLD_TEST_DATABASE_URL \"${TEST_CMD[@]}\""));
+    assert!(ci.contains("PINFOLD_TEST_DATABASE_URL=\"$PG_URL\" \"${TEST_CMD[@]}\""));
 }
 
 #[test]

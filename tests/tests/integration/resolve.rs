@@ -1,13 +1,13 @@
-//! The resolve cache end to end, on both databases: Signet's HTTP API, the
+//! The resolve cache end to end, on both databases: Pinfold's HTTP API, the
 //! reference upstream (an rmcp MCP server) over real HTTP, and the checks
 //! against the published signature.
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use pinfold_example_upstream::{Running, Switches};
+use pinfold_tests::*;
 use serde_json::{Value, json};
-use signet_example_upstream::{Running, Switches};
-use signet_tests::*;
 
 const CARD: &str = include_str!("../../../examples/manage-files-1.0.0.json");
 
@@ -189,8 +189,8 @@ async fn read_and_delete_resolve_and_a_repeat_is_a_cache_hit() {
     assert_eq!(dynamic["source"], "upstream");
     assert_eq!(dynamic["tool"]["annotations"]["readOnlyHint"], true);
     assert!(dynamic["tool"]["inputSchema"].is_object());
-    assert!(metric(&app, "signet_resolve_hits_total").await >= 1.0);
-    assert!(metric(&app, "signet_resolve_cache_entries").await >= 1.0);
+    assert!(metric(&app, "pinfold_resolve_hits_total").await >= 1.0);
+    assert!(metric(&app, "pinfold_resolve_cache_entries").await >= 1.0);
 }
 
 #[tokio::test]
@@ -363,7 +363,7 @@ async fn a_stopped_upstream_falls_back_and_recovery_follows() {
         r["tool"]["annotations"]["destructiveHint"], true,
         "worst case"
     );
-    assert!(metric(&app, "signet_resolve_upstream_calls_total").await >= 0.0);
+    assert!(metric(&app, "pinfold_resolve_upstream_calls_total").await >= 0.0);
     up.restart().await.unwrap();
     // Errors are never cached: the same call now reaches the upstream.
     let mut recovered = Value::Null;
@@ -404,7 +404,7 @@ async fn with_resolve_cache_none_every_call_goes_upstream_and_nondeterminism_is_
     assert!(
         metric(
             &app,
-            "signet_resolve_violations_total{kind=\"determinism\"}"
+            "pinfold_resolve_violations_total{kind=\"determinism\"}"
         )
         .await
             >= 1.0
@@ -424,7 +424,7 @@ async fn closing_a_session_drops_its_entries() {
         json!({"path": "/d", "action": "read"}),
     )
     .await;
-    assert!(metric(&app, "signet_resolve_cache_entries").await >= 1.0);
+    assert!(metric(&app, "pinfold_resolve_cache_entries").await >= 1.0);
     assert_eq!(
         app.send("DELETE", &s, Some(&client(&app)), None)
             .await
@@ -440,7 +440,7 @@ async fn closing_a_session_drops_its_entries() {
     .await
     .problem(404, "session_not_found");
     // Its entries are gone at once (no other session holds any).
-    let entries = metric(&app, "signet_resolve_cache_entries").await;
+    let entries = metric(&app, "pinfold_resolve_cache_entries").await;
     assert_eq!(entries, 0.0);
 }
 

@@ -3,10 +3,10 @@
 //! the isolation holds when tried directly as that role. On SQLite these
 //! tests print a notice and pass: it has neither roles nor policies.
 
-use signet_server::store::Store;
-use signet_store_postgres::{PgSettings, PgStore};
-use signet_tenancy::TenantStore;
-use signet_tests::*;
+use pinfold_server::store::Store;
+use pinfold_store_postgres::{PgSettings, PgStore};
+use pinfold_tenancy::TenantStore;
+use pinfold_tests::*;
 
 /// Tables whose rows are never changed or removed once written: the
 /// runtime role must hold neither UPDATE nor DELETE on them.
@@ -137,7 +137,7 @@ async fn every_tenant_table_forces_row_level_security_and_the_runtime_role_canno
         .await
         .unwrap();
     assert_eq!(me, RUNTIME_ROLE);
-    for role in [RUNTIME_ROLE, "signet_runtime"] {
+    for role in [RUNTIME_ROLE, "pinfold_runtime"] {
         // Neither the role nor any role it is a member of may bypass RLS.
         let bypassing: Vec<String> = sqlx::query_scalar(
             "SELECT rolname::text FROM pg_roles
@@ -306,7 +306,7 @@ async fn the_tenant_binding_ends_with_its_transaction_on_a_pooled_connection() {
             &policy.policy,
             Some(policy.revision),
             "tester",
-            signet_core::ids::Timestamp::from_millis(1),
+            pinfold_core::ids::Timestamp::from_millis(1),
         )
         .await
         .unwrap();
@@ -318,7 +318,7 @@ async fn the_tenant_binding_ends_with_its_transaction_on_a_pooled_connection() {
                 &policy.policy,
                 Some(policy.revision),
                 "tester",
-                signet_core::ids::Timestamp::from_millis(2),
+                pinfold_core::ids::Timestamp::from_millis(2),
             )
             .await
             .is_err(),

@@ -1,10 +1,10 @@
 //! The scope service end to end, on both databases: the scope envelope of
 //! a published version and least-privilege plans against it.
 
+use pinfold_example_upstream::{Running, Switches, declared_security_schemes};
+use pinfold_server::services::Service;
+use pinfold_tests::*;
 use serde_json::{Value, json};
-use signet_example_upstream::{Running, Switches, declared_security_schemes};
-use signet_server::services::Service;
-use signet_tests::*;
 
 const SERVER: &str = "io.github.acme/code";
 

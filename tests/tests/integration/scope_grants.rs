@@ -1,6 +1,6 @@
 //! The scope service: provider profiles (revisions, discovery, sealed
 //! secret, bad input), grants (authorization URL, single-use state, no
-//! redirect following, the ledger), and Signet as an RFC 9728 protected
+//! redirect following, the ledger), and Pinfold as an RFC 9728 protected
 //! resource. The end to end against a real authorization server is in
 //! `scope_oidc.rs`; the planner routes in `scope.rs`.
 
@@ -12,8 +12,8 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::IntoResponse;
 use axum::routing::{get, post};
+use pinfold_tests::*;
 use serde_json::{Value, json};
-use signet_tests::*;
 
 /// The client secret the tests write; it must never come back.
 pub const SECRET: &str = "very-secret-client-secret-1234567890";
@@ -27,7 +27,7 @@ pub fn profile(auth: &str, token: &str) -> Value {
         "issuer": "https://as.example",
         "authorization_endpoint": auth,
         "token_endpoint": token,
-        "client_id": "signet",
+        "client_id": "pinfold",
         "client_secret": SECRET,
         "redirect_uris": ["https://app.example/callback"],
         "default_scopes": ["notes:read"],
@@ -122,7 +122,7 @@ async fn provider_profiles_have_revisions_and_never_return_the_secret() {
     assert_eq!(audit.json()["items"].as_array().unwrap().len(), 2);
     no_secret(&audit);
     let stored: String = match &app.store {
-        signet_server::store::Store::Sqlite(s) => sqlx::query_scalar(
+        pinfold_server::store::Store::Sqlite(s) => sqlx::query_scalar(
             "SELECT client_secret_sealed FROM scope_providers WHERE tenant_id = ? AND name = ?",
         )
         .bind(app.tenant.as_str())
@@ -130,7 +130,7 @@ async fn provider_profiles_have_revisions_and_never_return_the_secret() {
         .fetch_one(s.pool())
         .await
         .unwrap(),
-        signet_server::store::Store::Postgres(_) => sqlx::query_scalar(
+        pinfold_server::store::Store::Postgres(_) => sqlx::query_scalar(
             "SELECT client_secret_sealed FROM scope_providers WHERE tenant_id = $1 AND name = $2",
         )
         .bind(app.tenant.as_str())
@@ -371,7 +371,7 @@ async fn scope_routes_need_a_token_the_right_role_and_say_where_to_authenticate(
 #[tokio::test]
 async fn protected_resource_metadata_follows_rfc9728() {
     let app = TestApp::build(test_issuers(), |c| {
-        c.public_url = "https://signet.example/".into();
+        c.public_url = "https://pinfold.example/".into();
     })
     .await;
     let r = app
@@ -379,7 +379,7 @@ async fn protected_resource_metadata_follows_rfc9728() {
         .await;
     assert_eq!(r.status, 200);
     let doc = r.json();
-    assert_eq!(doc["resource"], "https://signet.example");
+    assert_eq!(doc["resource"], "https://pinfold.example");
     assert_eq!(doc["bearer_methods_supported"], json!(["header"]));
     // An invalid token's challenge keeps its error and gains the metadata URL.
     let r = app
@@ -395,7 +395,7 @@ async fn protected_resource_metadata_follows_rfc9728() {
     assert!(c.contains("error=\"invalid_token\""), "{c}");
     assert!(
         c.ends_with(
-            ", resource_metadata=\"https://signet.example/.well-known/oauth-protected-resource\""
+            ", resource_metadata=\"https://pinfold.example/.well-known/oauth-protected-resource\""
         ),
         "{c}"
     );
@@ -569,7 +569,7 @@ async fn grants_build_the_request_and_refuse_bad_input() {
     assert_eq!(query(url, "code_challenge_method"), "S256");
     assert_eq!(query(url, "code_challenge").len(), 43);
     assert_eq!(query(url, "resource"), "https://notes.example/mcp");
-    assert_eq!(query(url, "client_id"), "signet");
+    assert_eq!(query(url, "client_id"), "pinfold");
     assert_eq!(query(url, "redirect_uri"), "https://app.example/callback");
     let state = query(url, "state");
     assert!(state.len() >= 22, "state of at least 128 bits: {state}");
@@ -829,14 +829,14 @@ async fn an_expired_state_is_refused_and_nothing_is_exchanged() {
     let id = g["id"].as_str().unwrap();
     // The state's time runs out (set in the database, not waited for).
     match &app.store {
-        signet_server::store::Store::Sqlite(s) => {
+        pinfold_server::store::Store::Sqlite(s) => {
             sqlx::query("UPDATE scope_grant_states SET expires_at = 0 WHERE tenant_id = ?")
                 .bind(app.tenant.as_str())
                 .execute(s.pool())
                 .await
                 .unwrap();
         }
-        signet_server::store::Store::Postgres(_) => {
+        pinfold_server::store::Store::Postgres(_) => {
             sqlx::query("UPDATE scope_grant_states SET expires_at = 0 WHERE tenant_id = $1")
                 .bind(app.tenant.as_str())
                 .execute(&app.owner_pool().await.unwrap())
@@ -889,7 +889,7 @@ async fn expired_states_are_purged_and_live_ones_kept() {
     // The first state's time ran out long ago. A negative expiry keeps this
     // test's purge (which spans every tenant) clear of other tests' states.
     let count = match &app.store {
-        signet_server::store::Store::Sqlite(s) => {
+        pinfold_server::store::Store::Sqlite(s) => {
             sqlx::query(
                 "UPDATE scope_grant_states SET expires_at = -100 WHERE tenant_id = ? AND grant_id = ?",
             )
@@ -900,7 +900,7 @@ async fn expired_states_are_purged_and_live_ones_kept() {
             .unwrap();
             "SELECT count(*) FROM scope_grant_states WHERE tenant_id = ?"
         }
-        signet_server::store::Store::Postgres(_) => {
+        pinfold_server::store::Store::Postgres(_) => {
             sqlx::query(
                 "UPDATE scope_grant_states SET expires_at = -100 WHERE tenant_id = $1 AND grant_id = $2",
             )
@@ -914,12 +914,12 @@ async fn expired_states_are_purged_and_live_ones_kept() {
     };
     let left = || async {
         match &app.store {
-            signet_server::store::Store::Sqlite(s) => sqlx::query_scalar::<_, i64>(count)
+            pinfold_server::store::Store::Sqlite(s) => sqlx::query_scalar::<_, i64>(count)
                 .bind(app.tenant.as_str())
                 .fetch_one(s.pool())
                 .await
                 .unwrap(),
-            signet_server::store::Store::Postgres(_) => sqlx::query_scalar::<_, i64>(count)
+            pinfold_server::store::Store::Postgres(_) => sqlx::query_scalar::<_, i64>(count)
                 .bind(app.tenant.as_str())
                 .fetch_one(&app.owner_pool().await.unwrap())
                 .await
@@ -928,7 +928,7 @@ async fn expired_states_are_purged_and_live_ones_kept() {
     };
     assert_eq!(left().await, 2);
     let scope = app.store.scope();
-    let before = signet_core::ids::Timestamp::from_millis(-50);
+    let before = pinfold_core::ids::Timestamp::from_millis(-50);
     assert_eq!(scope.purge_expired_states(before, 1000).await.unwrap(), 1);
     assert_eq!(left().await, 1, "the live state is kept");
     assert_eq!(scope.purge_expired_states(before, 1000).await.unwrap(), 0);

@@ -1,12 +1,12 @@
 //! End to end against a real authorization server: npm `oidc-provider`
 //! (examples/oidc-provider) on loopback, PKCE required, RFC 8707 resource
-//! indicators on. Signet discovers the endpoints, builds the authorization
+//! indicators on. Pinfold discovers the endpoints, builds the authorization
 //! URL; this test plays the user's browser (login and consent on the
-//! provider's own pages); Signet exchanges the code with the verifier and
+//! provider's own pages); Pinfold exchanges the code with the verifier and
 //! the resource; the ledger shows requested, granted and needed.
 //!
 //! Needs `node` and `npm ci --prefix examples/oidc-provider`. Without them
-//! the test says so and passes, unless `SIGNET_REQUIRE_OIDC_PROVIDER` is set
+//! the test says so and passes, unless `PINFOLD_REQUIRE_OIDC_PROVIDER` is set
 //! (CI sets it).
 
 use std::collections::BTreeMap;
@@ -14,8 +14,8 @@ use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 
+use pinfold_tests::*;
 use serde_json::{Value, json};
-use signet_tests::*;
 
 use crate::scope_grants::{put, query};
 
@@ -38,7 +38,7 @@ impl Drop for Provider {
 
 fn start() -> Option<Provider> {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../examples/oidc-provider");
-    let required = std::env::var_os("SIGNET_REQUIRE_OIDC_PROVIDER").is_some();
+    let required = std::env::var_os("PINFOLD_REQUIRE_OIDC_PROVIDER").is_some();
     if !dir.join("node_modules/oidc-provider").is_dir() {
         assert!(
             !required,
@@ -215,7 +215,7 @@ async fn full_grant(app: &TestApp, plan: Value) -> (String, Value, String, Strin
 }
 
 #[tokio::test]
-async fn a_real_authorization_server_grants_through_signet_with_pkce_and_resource() {
+async fn a_real_authorization_server_grants_through_pinfold_with_pkce_and_resource() {
     let Some(op) = start() else {
         return;
     };
@@ -226,8 +226,8 @@ async fn a_real_authorization_server_grants_through_signet_with_pkce_and_resourc
         "notes",
         &json!({
             "issuer": op.issuer,
-            "client_id": "signet",
-            "client_secret": "signet-test-client-secret-0123456789",
+            "client_id": "pinfold",
+            "client_secret": "pinfold-test-client-secret-0123456789",
             "redirect_uris": [REDIRECT],
             "hierarchy": {"notes:admin": ["notes:write"], "notes:write": ["notes:read"]},
             "resources": {"io.github.acme/notes": RESOURCE}

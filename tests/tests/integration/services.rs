@@ -8,11 +8,11 @@ use std::io::BufReader;
 use std::process::{Command, Stdio};
 
 use clap::Parser as _;
+use pinfold_server::app::openapi_for;
+use pinfold_server::cli::{Cli, Command as CliCommand, serve_config};
+use pinfold_server::services::Service;
+use pinfold_tests::*;
 use serde_json::Value;
-use signet_server::app::openapi_for;
-use signet_server::cli::{Cli, Command as CliCommand, serve_config};
-use signet_server::services::Service;
-use signet_tests::*;
 
 /// The operations of each service today; the test covers at least these,
 /// so an empty or truncated route list cannot pass.
@@ -184,9 +184,9 @@ async fn a_registry_process_refuses_tenancy_and_resolve_paths() {
 #[test]
 fn services_come_from_flags_file_or_a_comma_separated_string() {
     let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("signet.toml");
+    let file = dir.path().join("pinfold.toml");
     std::fs::write(&file, "services = \"registry, scope\"\n").unwrap();
-    let cfg = signet_server::config::Config::load(Some(&file), &Default::default()).unwrap();
+    let cfg = pinfold_server::config::Config::load(Some(&file), &Default::default()).unwrap();
     assert_eq!(
         cfg.services().unwrap(),
         vec![Service::Registry, Service::Scope]
@@ -194,7 +194,7 @@ fn services_come_from_flags_file_or_a_comma_separated_string() {
     let file_arg = file.to_str().unwrap();
     let parse = |services: &str| {
         let cli = Cli::try_parse_from([
-            "signet",
+            "pinfold",
             "serve",
             "--config",
             file_arg,
@@ -216,27 +216,27 @@ fn services_come_from_flags_file_or_a_comma_separated_string() {
     assert!(format!("{e:#}").contains("\"billing\""), "{e:#}");
 }
 
-/// The environment variable carrying the `signet` arguments to the child.
-const CLI_ARGS: &str = "SIGNET_TEST_CLI_ARGS";
+/// The environment variable carrying the `pinfold` arguments to the child.
+const CLI_ARGS: &str = "PINFOLD_TEST_CLI_ARGS";
 
-/// `signet serve --services registry` end to end: the command line as the
+/// `pinfold serve --services registry` end to end: the command line as the
 /// binary runs it (`cli::run`, in a child process of this test binary so
 /// its global logger and signal handling are its own), over real TCP,
 /// stopped with SIGTERM.
 #[cfg(unix)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn signet_serve_services_registry_over_tcp() {
-    const NAME: &str = "services::signet_serve_services_registry_over_tcp";
+async fn pinfold_serve_services_registry_over_tcp() {
+    const NAME: &str = "services::pinfold_serve_services_registry_over_tcp";
     if let Ok(args) = std::env::var(CLI_ARGS) {
         // The child: run the command line until SIGTERM.
         let argv: Vec<String> = serde_json::from_str(&args).unwrap();
         let cli = Cli::try_parse_from(argv).unwrap();
-        assert_eq!(signet_server::cli::run(cli).await.unwrap(), 0);
+        assert_eq!(pinfold_server::cli::run(cli).await.unwrap(), 0);
         return;
     }
     let db = fresh_db().await;
     let argv = serde_json::json!([
-        "signet",
+        "pinfold",
         "serve",
         "--listen",
         "127.0.0.1:0",
@@ -249,7 +249,7 @@ async fn signet_serve_services_registry_over_tcp() {
     ]);
     let mut child = Command::new(std::env::current_exe().unwrap());
     if let Some(owner) = &db.owner_url {
-        child.env("SIGNET_DATABASE_OWNER_URL", owner);
+        child.env("PINFOLD_DATABASE_OWNER_URL", owner);
     }
     let mut child = child
         .args(["--exact", NAME, "--nocapture", "--test-threads=1"])
@@ -272,7 +272,7 @@ async fn signet_serve_services_registry_over_tcp() {
     );
     let token = banner
         .lines()
-        .find_map(|l| l.trim().strip_prefix("export SIGNET_TOKEN="))
+        .find_map(|l| l.trim().strip_prefix("export PINFOLD_TOKEN="))
         .and_then(|l| l.split_whitespace().next())
         .expect("dev admin token")
         .to_owned();
@@ -311,7 +311,7 @@ async fn signet_serve_services_registry_over_tcp() {
     let errors = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "child failed: {rest}\n{errors}");
     assert!(rest.contains("1 passed"), "{rest}\n{errors}");
-    assert!(errors.contains("Signet stopped."), "{errors}");
+    assert!(errors.contains("Pinfold stopped."), "{errors}");
 }
 
 /// The Helm chart runs one Deployment per service in split mode; its list
@@ -319,11 +319,12 @@ async fn signet_serve_services_registry_over_tcp() {
 #[test]
 fn the_helm_chart_knows_every_service() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let helpers = std::fs::read_to_string(root.join("helm/signet/templates/_helpers.tpl")).unwrap();
+    let helpers =
+        std::fs::read_to_string(root.join("helm/pinfold/templates/_helpers.tpl")).unwrap();
     let define = helpers
-        .split("{{- define \"signet.serviceNames\" -}}")
+        .split("{{- define \"pinfold.serviceNames\" -}}")
         .nth(1)
-        .expect("signet.serviceNames in _helpers.tpl");
+        .expect("pinfold.serviceNames in _helpers.tpl");
     let list = define
         .lines()
         .find(|l| l.contains("list "))

@@ -1,10 +1,10 @@
 //! Resolve sessions on both databases: opening, reading, closing, listing,
 //! expiry, revocation, ownership, sealing of upstream headers, replicas.
 
+use pinfold_core::ids::Timestamp;
+use pinfold_resolve::{AuditNote, CachePolicy, SessionRow};
+use pinfold_tests::*;
 use serde_json::{Value, json};
-use signet_core::ids::Timestamp;
-use signet_resolve::{AuditNote, CachePolicy, SessionRow};
-use signet_tests::*;
 
 const SERVER: &str = "io.github.acme/files";
 const SECRET: &str = "Bearer upstream-secret-7f3a";
@@ -371,7 +371,7 @@ async fn expired_sessions_answer_410() {
         server: SERVER.into(),
         version: "1.0.0".into(),
         digest: s["digest"].as_str().unwrap().into(),
-        mode: signet_core::Mode::Permissive,
+        mode: pinfold_core::Mode::Permissive,
         cache_policy: CachePolicy::Session,
         upstream_url: "http://127.0.0.1:9/mcp".into(),
         upstream_sealed: None,
@@ -474,7 +474,7 @@ async fn upstream_headers_are_sealed_at_rest() {
         .unwrap();
     let sealed = row.upstream_sealed.expect("headers are stored sealed");
     assert!(!sealed.contains("upstream-secret") && !sealed.contains("Authorization"));
-    let ring = signet_registry::keys::Keyring::from_base64(&app.encryption_key).unwrap();
+    let ring = pinfold_registry::keys::Keyring::from_base64(&app.encryption_key).unwrap();
     let plain = ring.open_bound(&app.tenant, id, &sealed).unwrap();
     let pairs: Vec<(String, String)> = serde_json::from_slice(&plain).unwrap();
     assert!(pairs.contains(&("Authorization".into(), SECRET.into())));

@@ -1,10 +1,10 @@
-//! `signet signature digest|reduce|verify|diff` on the bundled examples and
+//! `pinfold signature digest|reduce|verify|diff` on the bundled examples and
 //! on real published tool definitions.
 
 use std::path::{Path, PathBuf};
 
+use pinfold_server::signature_cmd::{DiffArgs, OneFile, SignatureCommand, VerifyArgs, run};
 use serde_json::{Value, json};
-use signet_server::signature_cmd::{DiffArgs, OneFile, SignatureCommand, VerifyArgs, run};
 
 fn example(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -36,7 +36,7 @@ fn digest_is_stable_and_matches_core() {
     assert_eq!(code, 0);
     let doc: Value =
         serde_json::from_slice(&std::fs::read(example("files-1.0.0.json")).unwrap()).unwrap();
-    assert_eq!(out["digest"], signet_core::digest::digest(&doc));
+    assert_eq!(out["digest"], pinfold_core::digest::digest(&doc));
     assert_eq!(out["name"], "io.github.acme/files");
     assert!(out["digest"].as_str().unwrap().starts_with("sha256:"));
 }
@@ -136,7 +136,7 @@ fn bad_input_exits_2_with_a_reason() {
         file: dir.path().join("missing.json"),
     }));
     assert_eq!(code, 2);
-    assert!(err.starts_with("signet: cannot read"), "{err}");
+    assert!(err.starts_with("pinfold: cannot read"), "{err}");
     let dup = dir.path().join("dup.json");
     std::fs::write(&dup, r#"{"name":"a.b/c","name":"a.b/d","version":"1.0.0"}"#).unwrap();
     let (code, _, err) = sig(SignatureCommand::Digest(OneFile { file: dup }));
@@ -182,7 +182,7 @@ fn github_card(realdata: &Path) -> Value {
 
 #[test]
 fn the_github_toolset_round_trips_through_the_cli() {
-    let Some(realdata) = signet_tests::realdata() else {
+    let Some(realdata) = pinfold_tests::realdata() else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();

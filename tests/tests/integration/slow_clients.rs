@@ -1,5 +1,5 @@
 //! Hostile clients over real TCP: slowloris headers, too many connections,
-//! lying `Content-Length`s. Each test starts `signet serve` with tight
+//! lying `Content-Length`s. Each test starts `pinfold serve` with tight
 //! connection limits and checks that the server bounds the client (closes
 //! it, answers 4xx, or makes it wait) and keeps answering others.
 //!
@@ -8,7 +8,7 @@
 
 use std::time::Duration;
 
-use signet_tests::*;
+use pinfold_tests::*;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -16,8 +16,8 @@ use tokio::net::TcpStream;
 const BOUND: Duration = Duration::from_secs(30);
 
 async fn start(
-    tweak: impl FnOnce(&mut signet_server::config::Config),
-) -> (signet_server::serve::Running, FreshDb) {
+    tweak: impl FnOnce(&mut pinfold_server::config::Config),
+) -> (pinfold_server::serve::Running, FreshDb) {
     let db = fresh_db().await;
     let mut cfg = config_for(&db);
     cfg.listen = "127.0.0.1:0".into();
@@ -25,7 +25,9 @@ async fn start(
     cfg.request_timeout_secs = 1;
     cfg.body_limit_bytes = 4096;
     tweak(&mut cfg);
-    let running = signet_server::serve::start(cfg, None).await.expect("start");
+    let running = pinfold_server::serve::start(cfg, None)
+        .await
+        .expect("start");
     (running, db)
 }
 

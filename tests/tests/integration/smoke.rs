@@ -2,15 +2,17 @@
 
 use std::time::{Duration, Instant};
 
+use pinfold_tests::*;
 use serde_json::Value;
-use signet_tests::*;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-async fn start_dev() -> (signet_server::serve::Running, FreshDb) {
+async fn start_dev() -> (pinfold_server::serve::Running, FreshDb) {
     let db = fresh_db().await;
     let mut cfg = config_for(&db);
     cfg.listen = "127.0.0.1:0".into();
-    let running = signet_server::serve::start(cfg, None).await.expect("start");
+    let running = pinfold_server::serve::start(cfg, None)
+        .await
+        .expect("start");
     (running, db)
 }
 
@@ -65,10 +67,10 @@ async fn dev_mode_starts_prints_working_tokens_and_stops() {
         .await
         .unwrap();
     assert_eq!(r.status(), 403);
-    // `signet token` mints with the same key.
+    // `pinfold token` mints with the same key.
     let mut out = Vec::new();
-    signet_server::cli::token(
-        signet_server::cli::TokenArgs {
+    pinfold_server::cli::token(
+        pinfold_server::cli::TokenArgs {
             data_dir: db.dir.path().to_path_buf(),
             sub: "script".into(),
             tenant: Some("dev".into()),
@@ -98,12 +100,12 @@ async fn a_restart_reuses_the_dev_key_and_tenant() {
     let db = fresh_db().await;
     let mut cfg = config_for(&db);
     cfg.listen = "127.0.0.1:0".into();
-    let first = signet_server::serve::start(cfg.clone(), None)
+    let first = pinfold_server::serve::start(cfg.clone(), None)
         .await
         .unwrap();
     let token = first.dev_tokens.clone().unwrap().admin;
     first.shutdown().await.unwrap();
-    let second = signet_server::serve::start(cfg, None).await.unwrap();
+    let second = pinfold_server::serve::start(cfg, None).await.unwrap();
     let r = reqwest::Client::new()
         .get(format!("http://{}/v1/tenants/dev", second.addr))
         .bearer_auth(&token)
@@ -167,7 +169,7 @@ async fn non_loopback_without_issuers_is_refused() {
     let db = fresh_db().await;
     let mut cfg = config_for(&db);
     cfg.listen = "0.0.0.0:0".into();
-    let err = signet_server::serve::start(cfg, None)
+    let err = pinfold_server::serve::start(cfg, None)
         .await
         .err()
         .expect("refused");

@@ -2,8 +2,8 @@
 
 use std::collections::BTreeSet;
 
-use signet_server::store::Store;
-use signet_tests::*;
+use pinfold_server::store::Store;
+use pinfold_tests::*;
 
 fn versions(dir: &str) -> BTreeSet<String> {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -52,20 +52,20 @@ async fn serve_refuses_pending_migrations_when_told_not_to_migrate() {
     let db = fresh_db().await;
     let mut cfg = config_for(&db);
     cfg.migrate_on_start = false;
-    let err = signet_server::serve::open_store(&cfg)
+    let err = pinfold_server::serve::open_store(&cfg)
         .await
         .expect_err("must refuse");
     let msg = format!("{err:#}");
     assert!(msg.contains("pending migration"), "{msg}");
-    assert!(msg.contains("signet migrate"), "{msg}");
-    // After `signet migrate` it starts.
+    assert!(msg.contains("pinfold migrate"), "{msg}");
+    // After `pinfold migrate` it starts.
     Store::open(&cfg)
         .await
         .unwrap()
         .migrate(cfg.owner_url().unwrap().as_deref())
         .await
         .unwrap();
-    signet_server::serve::open_store(&cfg)
+    pinfold_server::serve::open_store(&cfg)
         .await
         .unwrap()
         .close()
@@ -120,7 +120,7 @@ async fn the_suite_runs_on_the_backend_it_was_asked_for() {
 /// it.
 #[tokio::test]
 async fn postgres_connections_over_tcp_have_nodelay() {
-    use signet_store_postgres::{PgSettings, PgStore, nodelay};
+    use pinfold_store_postgres::{PgSettings, PgStore, nodelay};
     if backend() == Backend::Sqlite {
         eprintln!("notice: TCP_NODELAY concerns PostgreSQL connections; SQLite has no socket");
         return;
@@ -134,12 +134,12 @@ async fn postgres_connections_over_tcp_have_nodelay() {
         // A Unix-socket URL: no TCP, nothing to set, and nothing reported.
         assert_eq!(nodelay::is_enabled(&mut probe).await.unwrap(), None);
         eprintln!(
-            "notice: SIGNET_TEST_DATABASE_URL is a Unix socket; TCP_NODELAY is checked over TCP only"
+            "notice: PINFOLD_TEST_DATABASE_URL is a Unix socket; TCP_NODELAY is checked over TCP only"
         );
         return;
     }
     drop(probe);
-    // The server's own pool (as `signet serve` opens it): hold several
+    // The server's own pool (as `pinfold serve` opens it): hold several
     // connections at once, so that several sockets are checked.
     let mut held = Vec::new();
     for _ in 0..4 {

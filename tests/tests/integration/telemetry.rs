@@ -13,10 +13,10 @@ use std::sync::{Arc, Mutex};
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::routing::post;
+use pinfold_server::config::Config;
+use pinfold_server::telemetry::{LogCapture, LogOutput, Settings, Telemetry};
+use pinfold_tests::*;
 use serde_json::{Value, json};
-use signet_server::config::Config;
-use signet_server::telemetry::{LogCapture, LogOutput, Settings, Telemetry};
-use signet_tests::*;
 
 // ---------------------------------------------------------------------------
 // An OTLP/HTTP receiver on loopback
@@ -262,7 +262,7 @@ fn telemetry_for(
     cfg.telemetry.traces = true;
     cfg.telemetry.metrics = true;
     cfg.telemetry.endpoint = collector.endpoint();
-    cfg.telemetry.service_name = "signet-test".into();
+    cfg.telemetry.service_name = "pinfold-test".into();
     tweak(cfg);
     cfg.validate().expect("valid telemetry settings");
     // The test's own environment must not change the outcome.
@@ -288,11 +288,13 @@ async fn spans_and_metrics_reach_an_otlp_collector_with_the_callers_trace() {
     let mut cfg = config_for(&db);
     cfg.listen = "127.0.0.1:0".into();
     let telemetry = telemetry_for(&mut cfg, &collector, &logs, |c| {
-        c.telemetry.log_filter = "info,signet_server=debug".into();
+        c.telemetry.log_filter = "info,pinfold_server=debug".into();
     });
     let _default = telemetry.set_default();
 
-    let running = signet_server::serve::start(cfg, None).await.expect("start");
+    let running = pinfold_server::serve::start(cfg, None)
+        .await
+        .expect("start");
     let base = format!("http://{}", running.addr);
     let tokens = running.dev_tokens.clone().expect("dev mode");
     let http = reqwest::Client::new();
@@ -333,7 +335,7 @@ async fn spans_and_metrics_reach_an_otlp_collector_with_the_callers_trace() {
     assert_eq!(traced.parent_span_id, PARENT_SPAN);
     assert_eq!(traced.name, "GET /v1/tenants/{tenant}");
     assert_eq!(traced.kind, 2, "SPAN_KIND_SERVER");
-    assert_eq!(traced.service, "signet-test");
+    assert_eq!(traced.service, "pinfold-test");
     assert_eq!(traced.attrs["http.route"], "/v1/tenants/{tenant}");
     assert_eq!(traced.attrs["http.method"], "GET");
     assert_eq!(traced.attrs["http.status"], "200");
@@ -359,9 +361,9 @@ async fn spans_and_metrics_reach_an_otlp_collector_with_the_callers_trace() {
     let metrics = collector.raw_metrics();
     let m = String::from_utf8_lossy(&metrics);
     for want in [
-        "signet.http.requests",
-        "signet.http.request.duration",
-        "signet.build.info",
+        "pinfold.http.requests",
+        "pinfold.http.request.duration",
+        "pinfold.build.info",
         "/v1/tenants/{tenant}",
         "unmatched",
     ] {
@@ -540,7 +542,7 @@ async fn registry_flow(app: &TestApp, secrets: &mut Secrets) {
         .unwrap()
         .expect("the tenant's attestation key");
     secrets.add("sealed attestation key", &key.private_sealed);
-    let pkcs8 = signet_registry::keys::Keyring::from_base64(&app.encryption_key)
+    let pkcs8 = pinfold_registry::keys::Keyring::from_base64(&app.encryption_key)
         .unwrap()
         .open(&app.tenant, &key.private_sealed)
         .expect("the key opens");
@@ -676,7 +678,7 @@ async fn no_token_secret_or_upstream_header_reaches_logs_or_spans() {
     });
     let _default = telemetry.set_default();
     // A real, random encryption key rather than the suite's fixed one.
-    let key = signet_registry::keys::Keyring::generate_base64().unwrap();
+    let key = pinfold_registry::keys::Keyring::generate_base64().unwrap();
     let app = TestApp::build(test_issuers(), |c| c.encryption_key = Some(key)).await;
     let mut secrets = Secrets::default();
     tenancy_flow(&app, &mut secrets).await;

@@ -1,7 +1,7 @@
 //! Tenants and policies: round trips, conflicts, concurrency, audit.
 
+use pinfold_tests::*;
 use serde_json::json;
-use signet_tests::*;
 
 #[tokio::test]
 async fn create_and_read_a_tenant() {

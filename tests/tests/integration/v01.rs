@@ -6,9 +6,9 @@
 
 use std::collections::{BTreeSet, HashMap};
 
+use pinfold_core::ids::TenantId;
+use pinfold_tests::*;
 use serde_json::{Value, json};
-use signet_core::ids::TenantId;
-use signet_tests::*;
 
 const SERVER: &str = "io.github.acme/files";
 
@@ -199,7 +199,7 @@ fn check(official: &Option<Official>, r: &Resp) -> Value {
                     o.check_entry(&body);
                 }
             }
-            // The official key allows no member of Signet's.
+            // The official key allows no member of Pinfold's.
             let entries = match body.get("servers") {
                 Some(s) => s.as_array().unwrap().clone(),
                 None => vec![body.clone()],
@@ -411,7 +411,7 @@ async fn pagination_walks_every_one_of_250_servers_exactly_once() {
 }
 
 #[tokio::test]
-async fn versions_statuses_and_signet_meta() {
+async fn versions_statuses_and_pinfold_meta() {
     let official = Official::load();
     let app = TestApp::new().await;
     for v in ["1.0.0", "1.1.0", "1.2.0", "1.3.0", "2.0.0-rc.1"] {
@@ -458,7 +458,7 @@ async fn versions_statuses_and_signet_meta() {
     );
 
     // One version: the server.json part of the card, official metadata and
-    // Signet's own.
+    // Pinfold's own.
     let (r, one) = read(
         &app,
         &official,
@@ -480,7 +480,7 @@ async fn versions_statuses_and_signet_meta() {
     assert_eq!(meta["statusChangedAt"], record["status_changed_at"]);
     assert_eq!(meta["updatedAt"], record["status_changed_at"]);
     assert!(meta.get("statusMessage").is_none());
-    let ours = &one["_meta"]["io.github.signet-dev/signet"];
+    let ours = &one["_meta"]["io.github.pinfold/pinfold"];
     assert_eq!(ours["digest"], record["digest"]);
     assert_eq!(ours["status"], "approved");
     assert_eq!(ours["mode"], "permissive", "the tenant's default mode");
@@ -541,10 +541,7 @@ async fn versions_statuses_and_signet_meta() {
         &v01(&app, &format!("/servers/{s}/versions/1.0.0")),
     )
     .await;
-    assert_eq!(
-        one["_meta"]["io.github.signet-dev/signet"]["mode"],
-        "strict"
-    );
+    assert_eq!(one["_meta"]["io.github.pinfold/pinfold"]["mode"], "strict");
 
     // Deprecate 1.0.0, revoke 1.1.0: deprecated stays, deleted hides
     // unless asked for, and latest moves to the pre-release.
@@ -582,7 +579,7 @@ async fn versions_statuses_and_signet_meta() {
         "use 2.x"
     );
     assert_eq!(
-        deprecated["io.github.signet-dev/signet"]["status"],
+        deprecated["io.github.pinfold/pinfold"]["status"],
         "deprecated"
     );
     let (_, all) = read(
@@ -601,7 +598,7 @@ async fn versions_statuses_and_signet_meta() {
         "the reason, cut to the official 500 characters"
     );
     assert_eq!(
-        deleted["_meta"]["io.github.signet-dev/signet"]["status"],
+        deleted["_meta"]["io.github.pinfold/pinfold"]["status"],
         "revoked"
     );
     // The deleted version is still answered by its exact version.
@@ -721,7 +718,7 @@ async fn the_versions_listing_shows_the_newest_1000() {
         json!({"enforcement_mode": "strict", "approval_required": false}),
     )
     .await;
-    let cap = signet_registry::subregistry::MAX_VERSIONS_LISTED;
+    let cap = pinfold_registry::subregistry::MAX_VERSIONS_LISTED;
     assert_eq!(cap, 1000);
     for i in 0..cap + 3 {
         publish(&app, &card(SERVER, &format!("1.0.{i}"))).await;

@@ -1,6 +1,6 @@
 //! Draft server cards from what a live server showed.
 //!
-//! `signet capture` lists what an MCP server offers and writes a draft
+//! `pinfold capture` lists what an MCP server offers and writes a draft
 //! card that can be published as is. This module is the pure part:
 //!
 //! - [`merge`] folds one or more captures into one signature (see the
@@ -366,8 +366,8 @@ mod tests {
         assert_eq!(b.members["name"], "example.acme.mcp/My-Files-Server");
         assert_eq!(b.notes.len(), 1);
         assert_eq!(
-            id("signet-example-upstream", Some("127.0.0.1")).members["name"],
-            "local.capture/signet-example-upstream"
+            id("pinfold-example-upstream", Some("127.0.0.1")).members["name"],
+            "local.capture/pinfold-example-upstream"
         );
         assert_eq!(
             id("x", Some("localhost")).members["name"],

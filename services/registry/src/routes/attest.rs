@@ -29,7 +29,7 @@ pub async fn get_attestation(
     let stored = load(&st, scope.tenant(), name.canonical(), &p.version).await?;
     let key = tenant_key(&st, scope.tenant()).await?;
     let claims = AttestationClaims {
-        iss: format!("signet:tenant:{}", scope.tenant()),
+        iss: format!("pinfold:tenant:{}", scope.tenant()),
         tenant: scope.tenant().to_string(),
         server: stored.server.clone(),
         version: stored.meta.version.clone(),

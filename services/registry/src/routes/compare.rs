@@ -45,7 +45,7 @@ pub async fn diff_versions(
     let parse = |s: &StoredVersion| {
         serde_json::from_str::<Value>(&s.document).map_err(|_| ApiError::internal())
     };
-    let diff = signet_core::ops::diff(&parse(&a)?, &parse(&b)?).map_err(|e| {
+    let diff = pinfold_core::ops::diff(&parse(&a)?, &parse(&b)?).map_err(|e| {
         tracing::error!(error = %e, "stored document no longer validates");
         ApiError::internal()
     })?;
@@ -93,7 +93,7 @@ pub struct VerifyBodyDoc {
     #[schema(rename = "resourceTemplates", value_type = Option<Vec<Object>>)]
     pub resource_templates: Option<Vec<Value>>,
     /// Enforcement mode for this check (the `mode` query parameter wins).
-    #[schema(value_type = Option<signet_http::report::EnforcementModeSchema>, nullable = false)]
+    #[schema(value_type = Option<pinfold_http::report::EnforcementModeSchema>, nullable = false)]
     pub mode: Option<String>,
 }
 
@@ -112,7 +112,7 @@ pub struct VerifyBodyDoc {
         "annotations": {"readOnlyHint": true}}], "mode": "strict"})),
     security(("bearer" = [])),
     responses(
-        (status = 200, description = "The containment report", content_type = "application/json", body = signet_http::report::VerifyReportDoc),
+        (status = 200, description = "The containment report", content_type = "application/json", body = pinfold_http::report::VerifyReportDoc),
         (status = 404, description = "No such version", body = ProblemBody, content_type = "application/problem+json"),
         (status = 422, description = "Malformed observation", body = ProblemBody, content_type = "application/problem+json"),
     )
@@ -154,7 +154,7 @@ pub async fn verify_version(
             tracing::error!(error = %e, "stored document no longer validates");
             ApiError::internal()
         })?;
-        signet_core::ops::verify_card(&card, &observed, mode).map_err(validation_error)
+        pinfold_core::ops::verify_card(&card, &observed, mode).map_err(validation_error)
     })
     .await??;
     let mut out = serde_json::to_value(&report).map_err(|_| ApiError::internal())?;

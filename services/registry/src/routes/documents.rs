@@ -201,7 +201,7 @@ pub async fn get_tools(
         return Ok(not_modified(&tag, &[]));
     }
     let doc: Value = serde_json::from_str(&stored.document).map_err(|_| ApiError::internal())?;
-    let tools = signet_core::ops::reduce_document(&doc).map_err(|e| {
+    let tools = pinfold_core::ops::reduce_document(&doc).map_err(|e| {
         tracing::error!(error = %e, "stored document no longer validates");
         ApiError::internal()
     })?;

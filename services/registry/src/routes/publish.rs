@@ -4,7 +4,7 @@ use super::*;
 
 /// Publish a version (roles `publisher`, `admin`).
 ///
-/// The body is the server card with its `signature`. Signet validates it,
+/// The body is the server card with its `signature`. Pinfold validates it,
 /// canonicalises it (RFC 8785) and stores it under its digest. Versions are
 /// immutable: the same content again is `200` with the same body, different
 /// content is `409` with both digests. New versions start `pending`, or

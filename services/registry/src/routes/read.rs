@@ -50,7 +50,7 @@ pub async fn list_servers(
     Query(q): Query<ServerListQuery>,
 ) -> Result<Json<ServerPage>, ApiError> {
     scope.require_member()?;
-    let page = signet_http::pagination::PageQuery {
+    let page = pinfold_http::pagination::PageQuery {
         limit: q.limit,
         cursor: q.cursor.clone(),
     };

@@ -6,17 +6,17 @@
 //! official API's body, `{"error": "..."}` (`application/json`), for an
 //! unknown server or version and for another tenant's (or a missing)
 //! subregistry alike; authentication (401), role (403) and query (400)
-//! failures are problem+json like the rest of Signet. Every `200` carries a
+//! failures are problem+json like the rest of Pinfold. Every `200` carries a
 //! strong `ETag`; `If-None-Match` answers `304`. Answers are `private,
 //! no-cache` with `Vary: Authorization`: a status can change at any time
 //! and a shared cache must never hand one tenant's answer to another.
 
 use std::collections::HashMap;
 
-use signet_core::ids::TenantId;
-use signet_core::names::ServerName;
-use signet_http::pagination::{DEFAULT_LIMIT, MAX_LIMIT, decode_cursor, encode_cursor};
-use signet_http::problem::NotAProblem;
+use pinfold_core::ids::TenantId;
+use pinfold_core::names::ServerName;
+use pinfold_http::pagination::{DEFAULT_LIMIT, MAX_LIMIT, decode_cursor, encode_cursor};
+use pinfold_http::problem::NotAProblem;
 
 use super::*;
 use crate::index::{if_none_match, record_etag};
@@ -404,8 +404,8 @@ async fn list_response(
 /// revoked `deleted`; pending and rejected versions never appear), ordered
 /// by server name, then version, in pages of `limit` (default 30, at most
 /// 100) joined by `metadata.nextCursor`. `server` is the `server.json` part
-/// of the published card; Signet's digest, attestation, enforcement mode,
-/// status and worst-case tools are under `_meta["io.github.signet-dev/signet"]`.
+/// of the published card; Pinfold's digest, attestation, enforcement mode,
+/// status and worst-case tools are under `_meta["io.github.pinfold/pinfold"]`.
 #[utoipa::path(
     get,
     path = "/t/{tenant}/v0.1/servers",

@@ -6,11 +6,11 @@ use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use pinfold_http::auth::Role;
+use pinfold_http::problem::{ApiError, FieldError, ProblemBody};
+use pinfold_http::{StrictJson, TenantScope};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
-use signet_http::auth::Role;
-use signet_http::problem::{ApiError, FieldError, ProblemBody};
-use signet_http::{StrictJson, TenantScope};
 use utoipa::ToSchema;
 
 use super::sessions::{SessionPath, owned_session};
@@ -62,10 +62,10 @@ pub struct ResolvedToolDoc {
     /// False when the upstream answer lies outside the signature.
     pub conformant: bool,
     /// What lies outside it.
-    #[schema(value_type = Vec<signet_http::report::ViolationDoc>)]
+    #[schema(value_type = Vec<pinfold_http::report::ViolationDoc>)]
     pub violations: Vec<Value>,
     /// Informational findings.
-    #[schema(value_type = Vec<signet_http::report::NoticeDoc>)]
+    #[schema(value_type = Vec<pinfold_http::report::NoticeDoc>)]
     pub notices: Vec<Value>,
     /// Why the worst case was served (`source: fallback`).
     pub reason: Option<String>,

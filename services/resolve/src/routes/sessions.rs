@@ -7,17 +7,17 @@ use axum::Json;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
+use pinfold_core::Mode;
+use pinfold_core::ids::{TenantId, Timestamp};
+use pinfold_http::auth::Role;
+use pinfold_http::pagination::{PageQuery, finish_page};
+use pinfold_http::problem::{ApiError, FieldError, ProblemBody};
+use pinfold_http::{StrictJson, TenantScope};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
-use signet_core::Mode;
-use signet_core::ids::{TenantId, Timestamp};
-use signet_http::auth::Role;
-use signet_http::pagination::{PageQuery, finish_page};
-use signet_http::problem::{ApiError, FieldError, ProblemBody};
-use signet_http::{StrictJson, TenantScope};
 use utoipa::{IntoParams, ToSchema};
 
-use signet_core::error::pointer_push;
+use pinfold_core::error::pointer_push;
 
 use crate::error::*;
 use crate::session::{AuditNote, CachePolicy, SessionRow, is_session_id, new_session_id};
@@ -207,7 +207,7 @@ fn check_upstream(up: &UpstreamBody, errors: &mut Vec<FieldError>) {
             errors.push(field(
                 p,
                 "reserved_header",
-                "Signet sets this header itself; it cannot be configured",
+                "Pinfold sets this header itself; it cannot be configured",
             ));
             continue;
         }

@@ -2,9 +2,9 @@
 
 use axum::Json;
 use axum::extract::{Path, State};
+use pinfold_http::TenantScope;
+use pinfold_http::problem::{ApiError, ProblemBody};
 use serde::Deserialize;
-use signet_http::TenantScope;
-use signet_http::problem::{ApiError, ProblemBody};
 use utoipa::IntoParams;
 
 use crate::planning::{EnvelopeResponse, envelope};

@@ -7,13 +7,13 @@ use axum::Json;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use pinfold_core::ids::Timestamp;
+use pinfold_http::auth::Role;
+use pinfold_http::pagination::{PageQuery, finish_page};
+use pinfold_http::problem::{ApiError, ProblemBody};
+use pinfold_http::{StrictJson, TenantScope};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use signet_core::ids::Timestamp;
-use signet_http::auth::Role;
-use signet_http::pagination::{PageQuery, finish_page};
-use signet_http::problem::{ApiError, ProblemBody};
-use signet_http::{StrictJson, TenantScope};
 use utoipa::{IntoParams, ToSchema};
 
 use crate::error::{grant_not_found, store_error};
@@ -25,7 +25,7 @@ use crate::oauth::{self, ClientConfig, ExchangeError};
 use crate::routes::providers::secret_context;
 use crate::state::{ScopeState, now};
 use crate::store::{AuditNote, GrantOutcome};
-use signet_core::scope::Hierarchy;
+use pinfold_core::scope::Hierarchy;
 
 /// The plan a grant implements: the response of `POST .../scopes/plan`
 /// (its `required` scopes are what the calls need; its `request`, what is
@@ -146,7 +146,7 @@ fn provider_not_ready(what: &str) -> ApiError {
 /// The client configuration of `row` for `redirect_uri`.
 fn client_config<'a>(
     st: &ScopeState,
-    tenant: &signet_core::ids::TenantId,
+    tenant: &pinfold_core::ids::TenantId,
     row: &'a ProviderRow,
     redirect_uri: &'a str,
 ) -> Result<ClientConfig<'a>, ApiError> {
@@ -195,7 +195,7 @@ fn client_config<'a>(
 /// to send the user to.
 ///
 /// The URL carries PKCE S256 (RFC 7636: the verifier comes from 32 random
-/// bytes and stays sealed in Signet), a single-use `state` of 256 bits
+/// bytes and stays sealed in Pinfold), a single-use `state` of 256 bits
 /// (only its hash is stored; it expires), the scopes and the RFC 8707
 /// `resource` (the MCP authorization spec asks for it in both the
 /// authorization and the token request).

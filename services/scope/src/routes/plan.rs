@@ -3,9 +3,9 @@
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
-use signet_core::ids::TenantId;
-use signet_http::problem::{ApiError, FieldError, ProblemBody};
-use signet_http::{StrictJson, TenantScope};
+use pinfold_core::ids::TenantId;
+use pinfold_http::problem::{ApiError, FieldError, ProblemBody};
+use pinfold_http::{StrictJson, TenantScope};
 
 use serde_json::{Map, Value};
 
@@ -78,14 +78,14 @@ pub async fn plan_scopes(
         let provider =
             provider_for(&st, tenant, body.provider.as_deref(), &resolved.server).await?;
         let plan =
-            signet_http::cpu::offload(move || plan_session(&provider, &resolved, &body)).await??;
+            pinfold_http::cpu::offload(move || plan_session(&provider, &resolved, &body)).await??;
         return Ok(Json(plan));
     }
     let server = body.server.as_deref().unwrap_or_default();
     let version = body.version.as_deref().unwrap_or("latest");
     let v = st.signatures.tools(tenant, server, version).await?;
     let provider = provider_for(&st, tenant, body.provider.as_deref(), &v.server).await?;
-    let plan = signet_http::cpu::offload(move || {
+    let plan = pinfold_http::cpu::offload(move || {
         plan_version(&provider, &v.server, &v.version, &v.tools, &body)
     })
     .await??;

@@ -4,11 +4,11 @@ use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use pinfold_http::auth::Role;
+use pinfold_http::problem::{ApiError, FieldError, ProblemBody};
+use pinfold_http::{StrictJson, TenantScope};
 use serde::Deserialize;
 use serde_json::json;
-use signet_http::auth::Role;
-use signet_http::problem::{ApiError, FieldError, ProblemBody};
-use signet_http::{StrictJson, TenantScope};
 use utoipa::IntoParams;
 
 use crate::error::{provider_not_found, store_error};
@@ -306,7 +306,7 @@ pub fn validate(st: &ScopeState, body: &ProviderBody) -> Result<(), ApiError> {
         && let Err(e) = crate::model::hierarchy_spec(body.preset, &body.hierarchy).build()
     {
         match e {
-            signet_core::scope::HierarchyError::Cycle { cycle } => {
+            pinfold_core::scope::HierarchyError::Cycle { cycle } => {
                 let via = if body.preset.is_some() {
                     " (with the preset's entries)"
                 } else {

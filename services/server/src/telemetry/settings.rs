@@ -64,7 +64,7 @@ impl Default for TelemetryConfig {
             metrics: false,
             endpoint: String::new(),
             protocol: "http/protobuf".into(),
-            service_name: "signet".into(),
+            service_name: "pinfold".into(),
             sampler: "parentbased_always_on".into(),
             sampler_arg: 1.0,
             metrics_interval_secs: 60,
@@ -107,7 +107,7 @@ fn check_protocol(p: &str, what: &str) -> anyhow::Result<()> {
     match p {
         PROTOCOL => Ok(()),
         "grpc" => bail!(
-            "{what}: OTLP over gRPC is not built into signet; use \"http/protobuf\" (port 4318), for example through an OpenTelemetry collector"
+            "{what}: OTLP over gRPC is not built into pinfold; use \"http/protobuf\" (port 4318), for example through an OpenTelemetry collector"
         ),
         other => bail!("{what}: unsupported OTLP protocol {other:?} (use \"http/protobuf\")"),
     }
@@ -308,7 +308,7 @@ mod tests {
         assert_eq!(s.traces_endpoint, None);
         assert_eq!(s.metrics_endpoint, None);
         assert_eq!(s.log_filter, "info");
-        assert_eq!(s.service_name, "signet");
+        assert_eq!(s.service_name, "pinfold");
     }
 
     #[test]
@@ -323,7 +323,7 @@ mod tests {
             LogFormat::Text,
             &env_of(&[
                 ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://collector:4318/"),
-                ("OTEL_SERVICE_NAME", "signet-eu"),
+                ("OTEL_SERVICE_NAME", "pinfold-eu"),
                 ("OTEL_TRACES_SAMPLER", "parentbased_traceidratio"),
                 ("OTEL_TRACES_SAMPLER_ARG", "0.25"),
                 ("OTEL_METRICS_EXPORTER", "none"),
@@ -336,7 +336,7 @@ mod tests {
             Some("http://collector:4318/v1/traces")
         );
         assert_eq!(s.metrics_endpoint, None);
-        assert_eq!(s.service_name, "signet-eu");
+        assert_eq!(s.service_name, "pinfold-eu");
         assert_eq!(s.sampler, "parentbased_traceidratio");
         assert_eq!(s.sampler_arg, 0.25);
         assert_eq!(s.log_filter, "debug");

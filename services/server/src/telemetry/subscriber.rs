@@ -44,12 +44,12 @@ impl TelemetryGuard {
         if let Some(t) = &self.tracer
             && let Err(e) = t.force_flush()
         {
-            eprintln!("signet: flushing traces failed: {e}");
+            eprintln!("pinfold: flushing traces failed: {e}");
         }
         if let Some(m) = &self.meter
             && let Err(e) = m.force_flush()
         {
-            eprintln!("signet: flushing metrics failed: {e}");
+            eprintln!("pinfold: flushing metrics failed: {e}");
         }
     }
 
@@ -62,12 +62,12 @@ impl TelemetryGuard {
         if let Some(t) = self.tracer.take()
             && let Err(e) = t.shutdown()
         {
-            eprintln!("signet: shutting down the trace exporter failed: {e}");
+            eprintln!("pinfold: shutting down the trace exporter failed: {e}");
         }
         if let Some(m) = self.meter.take()
             && let Err(e) = m.shutdown()
         {
-            eprintln!("signet: shutting down the metric exporter failed: {e}");
+            eprintln!("pinfold: shutting down the metric exporter failed: {e}");
         }
     }
 }
@@ -121,7 +121,7 @@ impl Telemetry {
                 .map_err(|e| anyhow::anyhow!("trace filter: {e}"))?;
             layers.push(
                 tracing_opentelemetry::layer()
-                    .with_tracer(provider.tracer("signet"))
+                    .with_tracer(provider.tracer("pinfold"))
                     .with_location(false)
                     .with_threads(false)
                     .with_level(false)
@@ -146,7 +146,7 @@ impl Telemetry {
                 .with_reader(reader)
                 .with_resource(resource)
                 .build();
-            let (build_info, layer) = instruments(&provider.meter("signet"));
+            let (build_info, layer) = instruments(&provider.meter("pinfold"));
             guard._build_info = Some(build_info);
             layers.push(layer);
             guard.meter = Some(provider);
@@ -181,8 +181,8 @@ impl Telemetry {
 }
 
 /// Builds the telemetry the `[telemetry]` section `t`, the log format and
-/// the environment ask for and installs it globally: what `signet serve` and
-/// `signet migrate` call first. Keep the returned guard and call
+/// the environment ask for and installs it globally: what `pinfold serve` and
+/// `pinfold migrate` call first. Keep the returned guard and call
 /// [`TelemetryGuard::shutdown`] on exit.
 pub fn init(t: &TelemetryConfig, log_format: LogFormat) -> anyhow::Result<TelemetryGuard> {
     let settings = Settings::resolve(t, log_format, &process_env)?;

@@ -1,10 +1,10 @@
 {{/* Chart name. */}}
-{{- define "signet.name" -}}
+{{- define "pinfold.name" -}}
 {{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
 {{- end }}
 
 {{/* Fully qualified app name (release-based). */}}
-{{- define "signet.fullname" -}}
+{{- define "pinfold.fullname" -}}
 {{- if .Values.fullnameOverride }}
 {{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
 {{- else }}
@@ -17,43 +17,43 @@
 {{- end }}
 {{- end }}
 
-{{- define "signet.chart" -}}
+{{- define "pinfold.chart" -}}
 {{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
 {{- end }}
 
 {{/* Common labels. */}}
-{{- define "signet.labels" -}}
-helm.sh/chart: {{ include "signet.chart" . }}
-{{ include "signet.selectorLabels" . }}
+{{- define "pinfold.labels" -}}
+helm.sh/chart: {{ include "pinfold.chart" . }}
+{{ include "pinfold.selectorLabels" . }}
 app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
-app.kubernetes.io/part-of: signet
+app.kubernetes.io/part-of: pinfold
 {{- end }}
 
-{{- define "signet.selectorLabels" -}}
-app.kubernetes.io/name: {{ include "signet.name" . }}
+{{- define "pinfold.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "pinfold.name" . }}
 app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end }}
 
-{{- define "signet.serviceAccountName" -}}
+{{- define "pinfold.serviceAccountName" -}}
 {{- if .Values.serviceAccount.create }}
-{{- default (include "signet.fullname" .) .Values.serviceAccount.name }}
+{{- default (include "pinfold.fullname" .) .Values.serviceAccount.name }}
 {{- else }}
 {{- default "default" .Values.serviceAccount.name }}
 {{- end }}
 {{- end }}
 
-{{- define "signet.image" -}}
+{{- define "pinfold.image" -}}
 {{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
 {{- end }}
 
 {{/* The Secret holding database-url and encryption-key. */}}
-{{- define "signet.secretName" -}}
-{{- default (printf "%s-secrets" (include "signet.fullname" .)) .Values.secrets.existingSecret }}
+{{- define "pinfold.secretName" -}}
+{{- default (printf "%s-secrets" (include "pinfold.fullname" .)) .Values.secrets.existingSecret }}
 {{- end }}
 
-{{/* The services `signet serve --services` knows, in order. */}}
-{{- define "signet.serviceNames" -}}
+{{/* The services `pinfold serve --services` knows, in order. */}}
+{{- define "pinfold.serviceNames" -}}
 {{- list "tenancy" "registry" "resolve" "scope" | toJson -}}
 {{- end }}
 
@@ -63,9 +63,9 @@ Deployment serving every service, or one per service in split mode. Each
 role carries its resource name, component label, --services value,
 replicas, resources and autoscaling.
 */}}
-{{- define "signet.roles" -}}
-{{- $full := include "signet.fullname" . -}}
-{{- $names := include "signet.serviceNames" . | fromJsonArray -}}
+{{- define "pinfold.roles" -}}
+{{- $full := include "pinfold.fullname" . -}}
+{{- $names := include "pinfold.serviceNames" . | fromJsonArray -}}
 {{- $base := dict "replicaCount" .Values.replicaCount "resources" .Values.resources "autoscaling" .Values.autoscaling -}}
 {{- $roles := list -}}
 {{- if eq .Values.mode "split" -}}
@@ -91,7 +91,7 @@ longer paths first); what no family claims goes to tenancy. /healthz,
 /readyz and /metrics are never exposed (probes and Prometheus reach the pods
 directly). docs/OPERATIONS.md has the same table.
 */}}
-{{- define "signet.ingressRoutes" -}}
+{{- define "pinfold.ingressRoutes" -}}
 {{- $t := "/v1/tenants/[^/]+" -}}
 {{- if eq .Values.mode "split" -}}
 {{- $routes := list
@@ -119,10 +119,10 @@ directly). docs/OPERATIONS.md has the same table.
 {{- end }}
 
 {{/* Environment shared by the servers and the migration Job. */}}
-{{- define "signet.secretEnv" -}}
-- name: SIGNET_DATABASE_URL
+{{- define "pinfold.secretEnv" -}}
+- name: PINFOLD_DATABASE_URL
   valueFrom:
     secretKeyRef:
-      name: {{ include "signet.secretName" . }}
+      name: {{ include "pinfold.secretName" . }}
       key: {{ .Values.secrets.databaseUrlKey }}
 {{- end }}
