@@ -24,6 +24,7 @@
 //! Like every service crate it may depend on `pinfold-core` and
 //! `pinfold-http`, never on another service crate and never on SQL.
 
+mod answer;
 pub mod cache;
 mod direct;
 pub mod engine;
