@@ -16,8 +16,11 @@
 //! - [`prepared`]: a signature version prepared once per digest (worst
 //!   cases, resolve kinds, input-schema validators);
 //! - [`key`]: cache keys over RFC 8785 canonical arguments;
-//! - [`cache`]: the bytes-weighted cache and its per-tenant share policy;
-//! - [`upstream`]: the MCP client (rmcp over Streamable HTTP);
+//! - `answer`: a checked upstream answer, as served and cached;
+//! - [`cache`]: the bytes-weighted cache, the weight of an entry and its
+//!   per-tenant share policy;
+//! - [`upstream`]: the MCP client (rmcp opens connections over Streamable
+//!   HTTP; a sessionless connection's resolve calls are our own POSTs);
 //! - [`engine`]: coalescing, checking, serving, determinism;
 //! - [`stats`]: counters for `/metrics`.
 //!
@@ -26,10 +29,8 @@
 
 mod answer;
 pub mod cache;
-mod direct;
 pub mod engine;
 pub mod error;
-mod events;
 pub mod key;
 pub mod prepared;
 pub mod routes;
