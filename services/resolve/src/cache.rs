@@ -30,8 +30,8 @@ use std::time::{Duration, Instant};
 use moka::notification::RemovalCause;
 
 use crate::answer::Fetched;
-use crate::key::CacheKey;
 use crate::stats::Stats;
+use pinfold_resolve_check::key::CacheKey;
 
 /// Fixed per-entry bytes added to every entry's weight: moka's own
 /// bookkeeping and our entry header (measured by the `cache_overhead`

@@ -4,7 +4,9 @@
 //!
 //! 1. The tool must be declared by the session's signature version
 //!    ([`ResolveError::ToolNotDeclared`]) and the arguments must satisfy its
-//!    `inputSchema` ([`ResolveError::InvalidArguments`], with pointers).
+//!    `inputSchema` ([`ResolveError::InvalidArguments`], with pointers),
+//!    checked here, on the caller's task, by the validator compiled when
+//!    the version was prepared.
 //! 2. A tool that is neither resolvable nor `dynamicAnnotations` is
 //!    answered with its worst case (`source: static`); no upstream call.
 //! 3. Under [`CachePolicy::Session`] a cached answer is served
@@ -55,11 +57,11 @@ use tokio::sync::watch;
 
 use crate::answer::Fetched;
 use crate::cache::{ResolveCache, weigh};
-use crate::key::{CacheKey, fingerprint, session_prefix};
-use crate::prepared::{PreparedSignature, PreparedTool};
 pub use crate::session::CachePolicy;
 use crate::stats::{FallbackReason, Stats, StatsSnapshot};
 use crate::upstream::{Connection, FetchError, ListChangedHook, Pool, UpstreamTarget};
+use pinfold_resolve_check::key::{CacheKey, fingerprint, session_prefix};
+use pinfold_resolve_check::prepared::{PreparedSignature, PreparedTool};
 
 /// Everything the engine needs to know about a session, per call.
 #[derive(Debug, Clone)]

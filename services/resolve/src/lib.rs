@@ -14,8 +14,10 @@
 //!   [`state::Sealer`]);
 //! - [`routes`]: the HTTP handlers;
 //! - [`prepared`]: a signature version prepared once per digest (worst
-//!   cases, resolve kinds, input-schema validators);
-//! - [`key`]: cache keys over RFC 8785 canonical arguments;
+//!   cases, resolve kinds, compiled input-schema validators) and [`key`]:
+//!   cache keys over RFC 8785 canonical arguments; both are
+//!   `pinfold-resolve-check`'s, re-exported (that crate has no IO, so the
+//!   fuzz targets build it);
 //! - `answer`: a checked upstream answer, as served and cached;
 //! - [`cache`]: the bytes-weighted cache, the weight of an entry and its
 //!   per-tenant share policy;
@@ -31,14 +33,14 @@ mod answer;
 pub mod cache;
 pub mod engine;
 pub mod error;
-pub mod key;
-pub mod prepared;
 pub mod routes;
 pub mod session;
 pub mod state;
 pub mod stats;
 pub mod store;
 pub mod upstream;
+
+pub use pinfold_resolve_check::{key, prepared};
 
 pub use engine::{
     Engine, EngineConfig, Resolution, ResolveError, ResolveEvent, SessionCtx, Source,

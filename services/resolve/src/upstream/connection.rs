@@ -23,7 +23,7 @@ use super::error::{FetchError, redact, retry_after_in};
 use super::handler::{Handler, ListChangedHook, client_info};
 use super::pool::Pool;
 use super::target::UpstreamTarget;
-use crate::prepared::TOOL_RESOLUTION;
+use pinfold_resolve_check::prepared::TOOL_RESOLUTION;
 
 /// One initialized MCP connection.
 pub(crate) struct Connection {

@@ -9,7 +9,7 @@ use rmcp::service::NotificationContext;
 use rmcp::{ClientHandler, RoleClient};
 use serde_json::Map;
 
-use crate::prepared::TOOL_RESOLUTION;
+use pinfold_resolve_check::prepared::TOOL_RESOLUTION;
 
 /// Called when the upstream says its tool list changed.
 pub(crate) type ListChangedHook = Arc<dyn Fn() + Send + Sync>;
