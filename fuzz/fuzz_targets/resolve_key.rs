@@ -1,6 +1,5 @@
-//! Argument-key canonicalisation of the resolve cache (`pinfold-resolve`'s
-//! `key` module, built here from its source file alone: it depends only on
-//! pinfold-core and sha2).
+//! Argument-key canonicalisation of the resolve cache
+//! (`pinfold_resolve_check::key`, which the resolve service re-exports).
 //!
 //! The input is split into tenant, session, tool and a JSON document of
 //! arguments. Properties: the key is injective in (tenant, session, tool)
@@ -10,13 +9,10 @@
 //! reads back; fingerprints follow equality.
 #![no_main]
 
-#[path = "../../services/resolve/src/key.rs"]
-pub mod key;
-
-use key::{CacheKey, session_prefix};
 use libfuzzer_sys::fuzz_target;
 use pinfold_core::digest::canonical_bytes;
 use pinfold_core::json::parse_strict;
+use pinfold_resolve_check::key::{CacheKey, session_prefix};
 use serde_json::{Map, Value};
 
 /// The members of every object in reverse order (same value, other spelling).

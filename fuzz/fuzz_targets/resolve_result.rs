@@ -1,7 +1,7 @@
 //! The upstream resolve-result parser: what `pinfold-resolve` does with the
-//! raw result of `tools/resolve` or `tools/annotations` (its `prepared`
-//! module, built here from its source file alone: it depends only on
-//! pinfold-core and jsonschema), over `pinfold_core::contain`.
+//! raw result of `tools/resolve` or `tools/annotations`
+//! (`pinfold_resolve_check::prepared`, which the resolve service
+//! re-exports), over `pinfold_core::contain`.
 //!
 //! The input's first byte picks a declared tool of the reference card
 //! (`examples/manage-files-1.0.0.json`), the rest is the upstream's result.
@@ -13,15 +13,12 @@
 //! same conformance when the upstream sent a whole tool.
 #![no_main]
 
-#[path = "../../services/resolve/src/prepared.rs"]
-pub mod prepared;
-
 use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
 use pinfold_core::card::Limits;
 use pinfold_core::contain::Observation;
-use prepared::PreparedSignature;
+use pinfold_resolve_check::prepared::PreparedSignature;
 use serde_json::{Value, json};
 
 const CARD: &str = include_str!("../../examples/manage-files-1.0.0.json");

@@ -11,7 +11,7 @@ fn main() {
         .skip(1)
         .find_map(|a| a.parse::<usize>().ok());
     if let Some(n) = arg {
-        match pinfold_resolve::engine::measure_cache_overhead(n) {
+        match pinfold_resolve::cache::measure_cache_overhead(n) {
             Some(b) => println!("cache overhead: {b:.0} B per entry ({n} entries)"),
             None => println!("cache overhead: not measurable here (no /proc/self/statm)"),
         }

@@ -29,9 +29,9 @@ use std::time::{Duration, Instant};
 
 use moka::notification::RemovalCause;
 
-use crate::engine::Fetched;
-use crate::key::CacheKey;
+use crate::answer::Fetched;
 use crate::stats::Stats;
+use pinfold_resolve_check::key::CacheKey;
 
 /// Fixed per-entry bytes added to every entry's weight: moka's own
 /// bookkeeping and our entry header (measured by the `cache_overhead`
@@ -192,4 +192,55 @@ impl ResolveCache {
     pub(crate) fn run_pending_tasks(&self) {
         self.cache.run_pending_tasks();
     }
+}
+
+/// Bytes a hit's rendered body adds around the tool's JSON (`source`,
+/// `conformant`, empty findings, field names).
+const HIT_BODY_ENVELOPE: usize = 128;
+
+/// The weight of an entry: key bytes, the answer at about twice its
+/// JSON size (a `Value` tree costs more than its text), the body rendered
+/// at its first hit (counted from the start, so a hit never grows an
+/// entry past its weight), and the fixed per-entry overhead.
+pub(crate) fn weigh(key: &CacheKey, json: usize) -> u32 {
+    let w = key.heap_size() + 3 * json + HIT_BODY_ENVELOPE + ENTRY_OVERHEAD as usize;
+    u32::try_from(w).unwrap_or(u32::MAX)
+}
+
+/// Measures the cache's overhead per entry beyond its key and value:
+/// inserts `n` prepared entries into a fresh cache and divides the growth
+/// of the resident set by `n`. Linux only (`/proc/self/statm`); `None`
+/// elsewhere. Used by the `cache_overhead` bench.
+#[doc(hidden)]
+pub fn measure_cache_overhead(n: usize) -> Option<f64> {
+    fn rss() -> Option<u64> {
+        let s = std::fs::read_to_string("/proc/self/statm").ok()?;
+        let pages: u64 = s.split_whitespace().nth(1)?.parse().ok()?;
+        Some(pages * 4096)
+    }
+    let stats = Arc::new(Stats::default());
+    let cache = ResolveCache::new(u64::MAX / 2, u64::MAX / 2, stats);
+    let expires_at = Instant::now() + Duration::from_secs(3600);
+    let items: Vec<(CacheKey, Entry)> = (0..n)
+        .map(|i| {
+            let args = serde_json::json!({"path": format!("/f/{i}"), "action": "read"});
+            let key = CacheKey::new("acme", "session-0001", "manage_files", &args);
+            let value = Arc::new(Fetched::new(
+                Arc::new(serde_json::json!({"name": "manage_files"})),
+                true,
+                Vec::new(),
+                Vec::new(),
+            ));
+            let entry = cache.entry(expires_at, 1, value);
+            (key, entry)
+        })
+        .collect();
+    cache.run_pending_tasks();
+    let before = rss()?;
+    for (k, e) in items {
+        cache.insert(k, e);
+    }
+    cache.run_pending_tasks();
+    let after = rss()?;
+    Some(after.saturating_sub(before) as f64 / n as f64)
 }

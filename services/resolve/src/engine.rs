@@ -4,7 +4,9 @@
 //!
 //! 1. The tool must be declared by the session's signature version
 //!    ([`ResolveError::ToolNotDeclared`]) and the arguments must satisfy its
-//!    `inputSchema` ([`ResolveError::InvalidArguments`], with pointers).
+//!    `inputSchema` ([`ResolveError::InvalidArguments`], with pointers),
+//!    checked here, on the caller's task, by the validator compiled when
+//!    the version was prepared.
 //! 2. A tool that is neither resolvable nor `dynamicAnnotations` is
 //!    answered with its worst case (`source: static`); no upstream call.
 //! 3. Under [`CachePolicy::Session`] a cached answer is served
@@ -37,7 +39,7 @@
 use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant, SystemTime};
 
 use axum::body::Bytes;
@@ -53,12 +55,13 @@ use serde::Serialize;
 use serde_json::Value;
 use tokio::sync::watch;
 
-use crate::cache::{ENTRY_OVERHEAD, Entry, ResolveCache};
-use crate::key::{CacheKey, fingerprint, session_prefix};
-use crate::prepared::{PreparedSignature, PreparedTool};
+use crate::answer::Fetched;
+use crate::cache::{ResolveCache, weigh};
 pub use crate::session::CachePolicy;
 use crate::stats::{FallbackReason, Stats, StatsSnapshot};
 use crate::upstream::{Connection, FetchError, ListChangedHook, Pool, UpstreamTarget};
+use pinfold_resolve_check::key::{CacheKey, fingerprint, session_prefix};
+use pinfold_resolve_check::prepared::{PreparedSignature, PreparedTool};
 
 /// Everything the engine needs to know about a session, per call.
 #[derive(Debug, Clone)]
@@ -197,55 +200,6 @@ impl Default for EngineConfig {
             max_sessions: 16_384,
             limits: Limits::default(),
         }
-    }
-}
-
-/// A checked upstream answer (what the cache holds).
-#[derive(Debug)]
-pub(crate) struct Fetched {
-    tool: Arc<Value>,
-    conformant: bool,
-    /// Violations and notices; absent when there are none (the usual
-    /// case), which keeps an entry as small as before `hit_body` existed.
-    findings: Option<Box<Findings>>,
-    /// The JSON of this answer served from the cache (`source: cache`),
-    /// rendered at the first hit: every later hit sends these bytes.
-    hit_body: OnceLock<Bytes>,
-}
-
-#[derive(Debug)]
-struct Findings {
-    violations: Vec<Violation>,
-    notices: Vec<Notice>,
-}
-
-impl Fetched {
-    pub(crate) fn new(
-        tool: Arc<Value>,
-        conformant: bool,
-        violations: Vec<Violation>,
-        notices: Vec<Notice>,
-    ) -> Fetched {
-        let findings = (!violations.is_empty() || !notices.is_empty()).then(|| {
-            Box::new(Findings {
-                violations,
-                notices,
-            })
-        });
-        Fetched {
-            tool,
-            conformant,
-            findings,
-            hit_body: OnceLock::new(),
-        }
-    }
-
-    fn violations(&self) -> &[Violation] {
-        self.findings.as_ref().map_or(&[], |f| &f.violations)
-    }
-
-    fn notices(&self) -> &[Notice] {
-        self.findings.as_ref().map_or(&[], |f| &f.notices)
     }
 }
 
@@ -845,55 +799,4 @@ fn remember(
             None
         }
     }
-}
-
-/// Bytes a hit's rendered body adds around the tool's JSON (`source`,
-/// `conformant`, empty findings, field names).
-const HIT_BODY_ENVELOPE: usize = 128;
-
-/// The weight of an entry: key bytes, the answer at about twice its
-/// JSON size (a `Value` tree costs more than its text), the body rendered
-/// at its first hit (counted from the start, so a hit never grows an
-/// entry past its weight), and the fixed per-entry overhead.
-fn weigh(key: &CacheKey, json: usize) -> u32 {
-    let w = key.heap_size() + 3 * json + HIT_BODY_ENVELOPE + ENTRY_OVERHEAD as usize;
-    u32::try_from(w).unwrap_or(u32::MAX)
-}
-
-/// Measures the cache's overhead per entry beyond its key and value:
-/// inserts `n` prepared entries into a fresh cache and divides the growth
-/// of the resident set by `n`. Linux only (`/proc/self/statm`); `None`
-/// elsewhere. Used by the `cache_overhead` bench.
-#[doc(hidden)]
-pub fn measure_cache_overhead(n: usize) -> Option<f64> {
-    fn rss() -> Option<u64> {
-        let s = std::fs::read_to_string("/proc/self/statm").ok()?;
-        let pages: u64 = s.split_whitespace().nth(1)?.parse().ok()?;
-        Some(pages * 4096)
-    }
-    let stats = Arc::new(Stats::default());
-    let cache = ResolveCache::new(u64::MAX / 2, u64::MAX / 2, stats);
-    let expires_at = Instant::now() + Duration::from_secs(3600);
-    let items: Vec<(CacheKey, Entry)> = (0..n)
-        .map(|i| {
-            let args = serde_json::json!({"path": format!("/f/{i}"), "action": "read"});
-            let key = CacheKey::new("acme", "session-0001", "manage_files", &args);
-            let value = Arc::new(Fetched::new(
-                Arc::new(serde_json::json!({"name": "manage_files"})),
-                true,
-                Vec::new(),
-                Vec::new(),
-            ));
-            let entry = cache.entry(expires_at, 1, value);
-            (key, entry)
-        })
-        .collect();
-    cache.run_pending_tasks();
-    let before = rss()?;
-    for (k, e) in items {
-        cache.insert(k, e);
-    }
-    cache.run_pending_tasks();
-    let after = rss()?;
-    Some(after.saturating_sub(before) as f64 / n as f64)
 }

@@ -14,29 +14,33 @@
 //!   [`state::Sealer`]);
 //! - [`routes`]: the HTTP handlers;
 //! - [`prepared`]: a signature version prepared once per digest (worst
-//!   cases, resolve kinds, input-schema validators);
-//! - [`key`]: cache keys over RFC 8785 canonical arguments;
-//! - [`cache`]: the bytes-weighted cache and its per-tenant share policy;
-//! - [`upstream`]: the MCP client (rmcp over Streamable HTTP);
+//!   cases, resolve kinds, compiled input-schema validators) and [`key`]:
+//!   cache keys over RFC 8785 canonical arguments; both are
+//!   `pinfold-resolve-check`'s, re-exported (that crate has no IO, so the
+//!   fuzz targets build it);
+//! - `answer`: a checked upstream answer, as served and cached;
+//! - [`cache`]: the bytes-weighted cache, the weight of an entry and its
+//!   per-tenant share policy;
+//! - [`upstream`]: the MCP client (rmcp opens connections over Streamable
+//!   HTTP; a sessionless connection's resolve calls are our own POSTs);
 //! - [`engine`]: coalescing, checking, serving, determinism;
 //! - [`stats`]: counters for `/metrics`.
 //!
 //! Like every service crate it may depend on `pinfold-core` and
 //! `pinfold-http`, never on another service crate and never on SQL.
 
+mod answer;
 pub mod cache;
-mod direct;
 pub mod engine;
 pub mod error;
-mod events;
-pub mod key;
-pub mod prepared;
 pub mod routes;
 pub mod session;
 pub mod state;
 pub mod stats;
 pub mod store;
 pub mod upstream;
+
+pub use pinfold_resolve_check::{key, prepared};
 
 pub use engine::{
     Engine, EngineConfig, Resolution, ResolveError, ResolveEvent, SessionCtx, Source,

@@ -8,7 +8,7 @@
 //! caching, of eviction and of expiry.
 
 use pinfold_core::Mode;
-use pinfold_core::ids::{TenantId, Timestamp};
+use pinfold_core::ids::Timestamp;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
@@ -103,6 +103,3 @@ pub fn is_session_id(id: &str) -> bool {
 pub fn new_session_id() -> String {
     uuid::Uuid::new_v4().simple().to_string()
 }
-
-/// Keys of in-memory state that belongs to a session.
-pub type SessionKey = (TenantId, String);

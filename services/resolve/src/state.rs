@@ -12,9 +12,9 @@ use pinfold_http::problem::ApiError;
 use serde_json::Value;
 
 use crate::engine::{Engine, SessionCtx};
-use crate::prepared::PreparedSignature;
 use crate::session::{CachePolicy, SessionRow};
 use crate::store::SessionStore;
+use pinfold_resolve_check::prepared::PreparedSignature;
 
 /// Whether a pinned version may still be used.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -260,8 +260,11 @@ impl ResolveState {
         self.live.clear();
     }
 
-    /// The pinned version's signature, prepared once per digest (on the CPU
-    /// pool: compiling input schemas is not for an async worker).
+    /// The pinned version's signature, prepared once per digest on the CPU
+    /// pool (`pinfold_http::cpu::offload`): reading the card and compiling
+    /// every tool's input schema is not for an async worker. Validating a
+    /// call's arguments against a compiled schema is left to the engine,
+    /// on the caller's task.
     pub async fn prepared(
         &self,
         tenant: &TenantId,

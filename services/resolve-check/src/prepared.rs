@@ -1,15 +1,13 @@
 //! A signature version prepared once for resolving: per tool its worst case,
-//! how it resolves, and a lazily compiled input-schema validator.
+//! how it resolves, and its input-schema validator, compiled while the
+//! version is prepared (so preparing is CPU work; the resolve service runs
+//! it on its CPU pool, once per digest).
 //!
 //! Versions are immutable, so a [`PreparedSignature`] may be cached by
 //! digest and shared by every session pinned to that version.
-//!
-//! The fuzz target `resolve_result` (`fuzz/`) builds this file on its own: it must
-//! use no `crate::` path (only `pinfold-core`, `serde_json`, `sha2` and
-//! `jsonschema`).
 
 use std::collections::HashMap;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use pinfold_core::Mode;
 use pinfold_core::card::{Limits, ServerCard, Signature, SignatureTool};
@@ -49,8 +47,8 @@ pub struct PreparedTool {
     name: String,
     kind: ToolKind,
     worst_case: Arc<Value>,
-    input_schema: Value,
-    validator: OnceLock<Result<jsonschema::Validator, String>>,
+    /// The declared `inputSchema` compiled, or why it cannot be.
+    validator: Result<jsonschema::Validator, String>,
     /// A signature holding only this tool, so that checking a resolution
     /// looks at one tool whatever the size of the signature.
     alone: Signature,
@@ -85,11 +83,7 @@ impl PreparedTool {
             name: t.name.clone(),
             kind,
             worst_case: Arc::new(reduce_tool(t)),
-            input_schema: t
-                .input_schema
-                .clone()
-                .unwrap_or_else(|| Value::Object(Map::new())),
-            validator: OnceLock::new(),
+            validator: compile(t.input_schema.as_ref()),
             alone: Signature {
                 tools: vec![t.clone()],
                 ..Signature::default()
@@ -118,8 +112,8 @@ impl PreparedTool {
         self.worst_case.clone()
     }
 
-    /// Validates `arguments` against the declared `inputSchema`. The schema
-    /// is compiled on first use; remote `$ref`s are never fetched, so a
+    /// Validates `arguments` against the declared `inputSchema`, compiled
+    /// when the tool was prepared. Remote `$ref`s are never fetched, so a
     /// schema that needs one cannot be compiled and every call is refused
     /// (pointer `""`, code `schema_unusable`).
     pub fn validate(&self, arguments: &Value) -> Result<(), ValidationErrors> {
@@ -130,12 +124,7 @@ impl PreparedTool {
                 "arguments must be a JSON object",
             ));
         }
-        let compiled = self.validator.get_or_init(|| {
-            jsonschema::options()
-                .build(&self.input_schema)
-                .map_err(|e| e.to_string())
-        });
-        let validator = match compiled {
+        let validator = match &self.validator {
             Ok(v) => v,
             Err(e) => {
                 return Err(ValidationErrors::single(
@@ -201,16 +190,25 @@ impl PreparedTool {
     }
 }
 
+/// Compiles a tool's `inputSchema` (an empty schema when it declares
+/// none); the error's text when it cannot be compiled.
+fn compile(input_schema: Option<&Value>) -> Result<jsonschema::Validator, String> {
+    let empty = Value::Object(Map::new());
+    jsonschema::options()
+        .build(input_schema.unwrap_or(&empty))
+        .map_err(|e| e.to_string())
+}
+
 /// A signature version prepared for resolving.
 #[derive(Debug)]
 pub struct PreparedSignature {
     digest: String,
     tools: HashMap<String, PreparedTool>,
-    limits: Limits,
 }
 
 impl PreparedSignature {
-    /// Prepares the published card document (validated under `limits`).
+    /// Prepares the published card document (validated under `limits`),
+    /// compiling every tool's input schema.
     pub fn new(card_document: &Value, limits: &Limits) -> Result<Self, ValidationErrors> {
         let card = ServerCard::from_value(card_document, limits)?;
         let tools = card
@@ -222,7 +220,6 @@ impl PreparedSignature {
         Ok(Self {
             digest: card.digest().to_owned(),
             tools,
-            limits: limits.clone(),
         })
     }
 
@@ -234,11 +231,6 @@ impl PreparedSignature {
     /// The declared tool with this name.
     pub fn tool(&self, name: &str) -> Option<&PreparedTool> {
         self.tools.get(name)
-    }
-
-    /// The limits observations are parsed under.
-    pub fn limits(&self) -> &Limits {
-        &self.limits
     }
 }
 

@@ -9,10 +9,6 @@
 //!
 //! The arguments go through `pinfold_core::digest::write_canonical`: `1` and
 //! `1.0`, reordered keys, or `"\u0041"` and `"A"` give the same key.
-//!
-//! The fuzz target `resolve_key` (`fuzz/`) builds this file on its own: it must
-//! use no `crate::` path (only `pinfold-core`, `serde_json`, `sha2` and
-//! `jsonschema`).
 
 use std::cell::RefCell;
 use std::hash::{Hash, Hasher};

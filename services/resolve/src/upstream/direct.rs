@@ -33,8 +33,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::events::Events;
-use crate::upstream::{FetchError, ListChangedHook, parse_retry_after, redact};
+use super::error::{FetchError, redact};
+use super::events::Events;
+use super::handler::ListChangedHook;
+use super::retry_after::parse_retry_after;
 
 /// The longest `Retry-After` value read (longer ones are ignored).
 const MAX_RETRY_AFTER_BYTES: usize = 128;
