@@ -486,20 +486,6 @@ impl Config {
         Ok(cfg)
     }
 
-    /// What Pinfold says of itself as an OAuth protected resource.
-    pub fn protected_resource(&self) -> crate::app::ProtectedResource {
-        crate::app::ProtectedResource {
-            public_url: (!self.public_url.is_empty()).then(|| self.public_url.clone()),
-            authorization_servers: self
-                .auth
-                .issuers
-                .iter()
-                .map(|i| i.issuer.clone())
-                .filter(|i| crate::url_policy::http_url(i).is_ok())
-                .collect(),
-        }
-    }
-
     /// Checks every setting; the error names the first bad one.
     pub fn validate(&self) -> anyhow::Result<()> {
         self.listen_addr()?;

@@ -39,8 +39,10 @@ use pinfold_http::problem::{ApiError, NotAProblem, PROBLEM_JSON, RenderedProblem
 use pinfold_http::ratelimit::{Charge, RateLimiter};
 use tower::{Layer, Service};
 
-use crate::app::{ProtectedResource, add_resource_metadata};
 use crate::metrics::{Metrics, UNMATCHED_ROUTE};
+use crate::protected_resource::{
+    PROTECTED_RESOURCE_PATH, ProtectedResource, add_resource_metadata,
+};
 
 /// The request id header.
 pub const X_REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
@@ -190,7 +192,7 @@ fn authenticates(template: &str) -> bool {
     !(matches!(
         template,
         "/healthz" | "/readyz" | "/metrics" | "/openapi.json"
-    ) || template == crate::app::PROTECTED_RESOURCE_PATH
+    ) || template == PROTECTED_RESOURCE_PATH
         || template.starts_with("/docs"))
 }
 

@@ -14,6 +14,7 @@ pub mod devkeys;
 pub mod edge;
 pub mod fastpath;
 pub mod metrics;
+pub mod protected_resource;
 pub mod purge;
 pub mod rate_limits;
 pub mod registry_wiring;
