@@ -1,9 +1,10 @@
 //! The edge: the one tower layer every request passes through, after
 //! routing (so the route *template* is known) and before the handler.
 //!
-//! It does, in one `Service` and one boxed future per request, what used to
-//! take five layers (a `from_fn` middleware, an `Extension`, two body-limit
-//! layers and a timeout layer, each re-boxing the route):
+//! It does, in one `Service` and one hand-written future per request
+//! ([`EdgeFuture`], not boxed: the handler's future is held in place), what
+//! used to take five layers (a `from_fn` middleware, an `Extension`, two
+//! body-limit layers and a timeout layer, each re-boxing the route):
 //!
 //! - keeps a sane inbound `x-request-id` or assigns one, and echoes it;
 //! - opens the request's tracing span, only when a subscriber wants it
@@ -14,7 +15,8 @@
 //! - places the [`Authenticator`] in the request extensions, and the rate
 //!   limiter with the route's class ([`crate::rate_limits`]) that
 //!   `TenantScope` charges on admission;
-//! - bounds the handler by the request timeout (408);
+//! - bounds the handler by the request timeout (408; the timer is armed
+//!   only when the handler does not answer on its first poll);
 //! - renders every error as `application/problem+json` carrying the request
 //!   id, including rejections that never reached a handler (unknown route,
 //!   405, body limit, timeout), except a body the handler marked

@@ -2,8 +2,10 @@
 //! provider profiles over the scope store (a preset's name with no stored
 //! profile serves the bare preset), secret sealing over the server's
 //! keyring (the same AES-256-GCM key, bound to tenant and provider or
-//! grant), the SSRF policy of `url_policy` for provider URLs, and plans
-//! through resolve sessions over the resolve service ([`ResolveSessions`]).
+//! grant), the provider URL policy ([`crate::url_policy::trusted_fetch_url`]:
+//! `https://`, plain `http://` only to loopback, no credentials) for
+//! provider URLs, and plans through resolve sessions over the resolve
+//! service ([`ResolveSessions`]).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
