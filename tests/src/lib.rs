@@ -22,6 +22,7 @@ use pinfold_http::ratelimit::{Clock, RateLimiter};
 use pinfold_server::app::{self, AppContext};
 use pinfold_server::config::Config;
 use pinfold_server::metrics::Metrics;
+use pinfold_server::protected_resource::ProtectedResource;
 use pinfold_server::services::Service;
 use pinfold_server::store::Store;
 use serde_json::{Value, json};
@@ -392,7 +393,7 @@ fn app_router(
             registry,
             resolve,
             scope,
-            protected_resource: Arc::new(cfg.protected_resource()),
+            protected_resource: Arc::new(ProtectedResource::from_config(&cfg)),
             authn: authn.clone(),
             metrics: Arc::new(Metrics::default()),
             body_limit: cfg.body_limit_bytes,

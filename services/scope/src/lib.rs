@@ -8,16 +8,19 @@
 //!
 //! - [`model`]: provider profiles and grants, their wire shapes and checks;
 //! - [`store`]: the storage contract ([`store::ScopeStore`]);
+//! - [`config`]: the service's limits ([`config::ScopeConfig`]);
 //! - [`state`]: what the handlers share, and what the server provides
-//!   ([`state::Sealer`], the URL policy, [`state::Signatures`]);
+//!   ([`state::Sealer`], [`state::Signatures`], the provider URL policy);
 //! - [`oauth`]: discovery (RFC 8414, OpenID Connect), authorization
 //!   requests with PKCE S256 and RFC 8707 `resource`, the code exchange
-//!   (the `oauth2` crate over a client that follows no redirect);
+//!   (the `oauth2` crate over a client that follows no redirect), and the
+//!   shape of the provider URL policy it applies ([`oauth::UrlPolicy`]);
 //! - [`routes`]: the HTTP handlers.
 //!
 //! Like every service crate it may depend on `pinfold-core` and
 //! `pinfold-http`, never on another service crate and never on SQL.
 
+pub mod config;
 pub mod error;
 pub mod model;
 pub mod oauth;
@@ -27,10 +30,9 @@ pub mod routes;
 pub mod state;
 pub mod store;
 
+pub use config::ScopeConfig;
 pub use model::{GrantRow, GrantStatus, Preset, Profile, ProviderRow, StateRow};
+pub use oauth::UrlPolicy;
 pub use providers::{ProviderView, Providers};
-pub use state::{
-    ScopeConfig, ScopeState, Sealer, SessionResolved, SessionTools, Signatures, UrlPolicy,
-    VersionTools,
-};
+pub use state::{ScopeState, Sealer, SessionResolved, SessionTools, Signatures, VersionTools};
 pub use store::{AuditNote, Expect, GrantOutcome, ProviderWrite, ScopeStore, ScopeStoreError};

@@ -7,6 +7,7 @@
 //! is an error, never a hop to wherever it points (the code, the verifier
 //! and the client secret would travel with it).
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use base64::Engine as _;
@@ -23,8 +24,19 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use sha2::{Digest as _, Sha256};
 
+use crate::config::ScopeConfig;
 use crate::model::EndpointSource;
-use crate::state::{ScopeConfig, UrlPolicy};
+
+/// Which URLs Pinfold agrees to contact for a provider (its issuer, the
+/// discovered or configured authorization and token endpoints), checked
+/// when a profile is written, after discovery and again before a grant.
+/// The server hands in its provider URL policy: an absolute `https://` URL
+/// to any host, plain `http://` only to loopback (`localhost`,
+/// `127.0.0.0/8`, `::1`), never user info (`user:password@`) in the URL.
+/// It judges the URL as written: it resolves no name and refuses no
+/// address range, so it is no protection against requests to internal
+/// hosts.
+pub type UrlPolicy = Arc<dyn Fn(&str) -> Result<url::Url, String> + Send + Sync>;
 
 /// The HTTP client towards authorization servers: no redirects, bounded
 /// connect and total time.

@@ -2,7 +2,6 @@
 //! reaches what the server owns.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use async_trait::async_trait;
 use pinfold_core::ids::{TenantId, Timestamp};
@@ -10,6 +9,8 @@ use pinfold_http::TenantScope;
 use pinfold_http::problem::{ApiError, FieldError};
 use serde_json::Value;
 
+use crate::config::ScopeConfig;
+use crate::oauth::UrlPolicy;
 use crate::providers::Providers;
 use crate::store::ScopeStore;
 
@@ -84,32 +85,6 @@ pub trait Sealer: Send + Sync + 'static {
     fn open(&self, tenant: &TenantId, context: &str, sealed: &str) -> Result<Vec<u8>, String>;
 }
 
-/// Which URLs Pinfold agrees to contact for a provider (discovery, the token
-/// endpoint): the server's SSRF policy (`https://`, plain `http://` only to
-/// loopback, never credentials in the URL).
-pub type UrlPolicy = Arc<dyn Fn(&str) -> Result<url::Url, String> + Send + Sync>;
-
-/// Limits of the scope service.
-#[derive(Debug, Clone)]
-pub struct ScopeConfig {
-    /// How long a grant's `state` is accepted.
-    pub state_ttl: Duration,
-    /// Timeout of one request to an authorization server.
-    pub http_timeout: Duration,
-    /// Largest metadata or token response read.
-    pub max_response_bytes: usize,
-}
-
-impl Default for ScopeConfig {
-    fn default() -> Self {
-        ScopeConfig {
-            state_ttl: Duration::from_secs(600),
-            http_timeout: Duration::from_secs(10),
-            max_response_bytes: 256 * 1024,
-        }
-    }
-}
-
 /// What the scope routes need.
 #[derive(Clone)]
 pub struct ScopeState {
@@ -121,7 +96,7 @@ pub struct ScopeState {
     pub store: Arc<dyn ScopeStore>,
     /// Seals client secrets and PKCE verifiers.
     pub sealer: Arc<dyn Sealer>,
-    /// The SSRF policy for provider URLs.
+    /// The provider URL policy (see [`UrlPolicy`]).
     pub url_policy: UrlPolicy,
     /// The HTTP client towards authorization servers (it follows no
     /// redirect).

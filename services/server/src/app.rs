@@ -20,6 +20,7 @@ use utoipa_axum::routes;
 use utoipa_swagger_ui::{Config as SwaggerConfig, SwaggerUi};
 
 use crate::metrics::Metrics;
+use crate::protected_resource::ProtectedResource;
 use crate::services::Service;
 
 /// Everything the application needs at run time.
@@ -105,84 +106,6 @@ fn ops_router() -> OpenApiRouter<Arc<OpsState>> {
         .routes(routes!(readyz))
         .routes(routes!(metrics))
         .routes(routes!(protected_resource_metadata))
-}
-
-/// Pinfold as an OAuth 2.0 protected resource (RFC 9728): where its
-/// metadata is, and which authorization servers issue its tokens. The MCP
-/// authorization spec has clients discover it from the `resource_metadata`
-/// of a `401` challenge.
-#[derive(Debug, Clone, Default)]
-pub struct ProtectedResource {
-    /// The URL clients reach Pinfold at (`public_url`); when `None`, each
-    /// request's `Host` names it (over `http`).
-    pub public_url: Option<String>,
-    /// Issuers of the tokens Pinfold accepts (the configured ones that are
-    /// URLs).
-    pub authorization_servers: Vec<String>,
-}
-
-/// The well-known path of RFC 9728 §3.
-pub const PROTECTED_RESOURCE_PATH: &str = "/.well-known/oauth-protected-resource";
-
-impl ProtectedResource {
-    /// The resource identifier: `public_url`, else `http://<Host>` (a Host
-    /// with characters a host cannot have is not echoed).
-    pub fn base(&self, host: Option<&HeaderValue>) -> String {
-        if let Some(u) = &self.public_url {
-            return u.trim_end_matches('/').to_owned();
-        }
-        let host = host
-            .and_then(|h| h.to_str().ok())
-            .filter(|h| {
-                !h.is_empty()
-                    && h.len() <= 255
-                    && h.bytes().all(|b| {
-                        b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b':' | b'[' | b']')
-                    })
-            })
-            .unwrap_or("localhost");
-        format!("http://{host}")
-    }
-
-    /// The metadata URL (what `resource_metadata` names).
-    pub fn metadata_url(&self, host: Option<&HeaderValue>) -> String {
-        format!("{}{PROTECTED_RESOURCE_PATH}", self.base(host))
-    }
-}
-
-/// Adds `resource_metadata` (RFC 9728 §5.1) to every Bearer challenge of a
-/// `401`, or a challenge carrying it when there is none.
-pub(crate) fn add_resource_metadata(resp: &mut Response, url: &str) {
-    let param = format!("resource_metadata=\"{url}\"");
-    let existing: Vec<HeaderValue> = resp
-        .headers_mut()
-        .get_all(header::WWW_AUTHENTICATE)
-        .iter()
-        .cloned()
-        .collect();
-    let mut values = Vec::with_capacity(existing.len().max(1));
-    for v in &existing {
-        let text = v.to_str().unwrap_or("");
-        if text.starts_with("Bearer") && !text.contains("resource_metadata=") {
-            let joined = if text.trim() == "Bearer" {
-                format!("Bearer {param}")
-            } else {
-                format!("{text}, {param}")
-            };
-            values.push(HeaderValue::from_str(&joined).unwrap_or_else(|_| v.clone()));
-        } else {
-            values.push(v.clone());
-        }
-    }
-    if existing.is_empty()
-        && let Ok(v) = HeaderValue::from_str(&format!("Bearer {param}"))
-    {
-        values.push(v);
-    }
-    resp.headers_mut().remove(header::WWW_AUTHENTICATE);
-    for v in values {
-        resp.headers_mut().append(header::WWW_AUTHENTICATE, v);
-    }
 }
 
 /// The OpenAPI document of the whole API, generated from the real handlers.

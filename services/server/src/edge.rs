@@ -1,9 +1,10 @@
 //! The edge: the one tower layer every request passes through, after
 //! routing (so the route *template* is known) and before the handler.
 //!
-//! It does, in one `Service` and one boxed future per request, what used to
-//! take five layers (a `from_fn` middleware, an `Extension`, two body-limit
-//! layers and a timeout layer, each re-boxing the route):
+//! It does, in one `Service` and one hand-written future per request
+//! ([`EdgeFuture`], not boxed: the handler's future is held in place), what
+//! used to take five layers (a `from_fn` middleware, an `Extension`, two
+//! body-limit layers and a timeout layer, each re-boxing the route):
 //!
 //! - keeps a sane inbound `x-request-id` or assigns one, and echoes it;
 //! - opens the request's tracing span, only when a subscriber wants it
@@ -14,7 +15,8 @@
 //! - places the [`Authenticator`] in the request extensions, and the rate
 //!   limiter with the route's class ([`crate::rate_limits`]) that
 //!   `TenantScope` charges on admission;
-//! - bounds the handler by the request timeout (408);
+//! - bounds the handler by the request timeout (408; the timer is armed
+//!   only when the handler does not answer on its first poll);
 //! - renders every error as `application/problem+json` carrying the request
 //!   id, including rejections that never reached a handler (unknown route,
 //!   405, body limit, timeout), except a body the handler marked
@@ -39,8 +41,10 @@ use pinfold_http::problem::{ApiError, NotAProblem, PROBLEM_JSON, RenderedProblem
 use pinfold_http::ratelimit::{Charge, RateLimiter};
 use tower::{Layer, Service};
 
-use crate::app::{ProtectedResource, add_resource_metadata};
 use crate::metrics::{Metrics, UNMATCHED_ROUTE};
+use crate::protected_resource::{
+    PROTECTED_RESOURCE_PATH, ProtectedResource, add_resource_metadata,
+};
 
 /// The request id header.
 pub const X_REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
@@ -190,7 +194,7 @@ fn authenticates(template: &str) -> bool {
     !(matches!(
         template,
         "/healthz" | "/readyz" | "/metrics" | "/openapi.json"
-    ) || template == crate::app::PROTECTED_RESOURCE_PATH
+    ) || template == PROTECTED_RESOURCE_PATH
         || template.starts_with("/docs"))
 }
 

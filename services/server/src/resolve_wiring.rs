@@ -9,10 +9,9 @@ use async_trait::async_trait;
 use pinfold_core::ids::TenantId;
 use pinfold_http::problem::ApiError;
 use pinfold_registry::RegistryState;
-use pinfold_registry::keys::Keyring;
 use pinfold_registry::model::Status;
 use pinfold_resolve::{
-    CachePolicy, Engine, EngineConfig, LiveSessions, Pinned, ResolveConfig, ResolveState, Sealer,
+    CachePolicy, Engine, EngineConfig, LiveSessions, Pinned, ResolveConfig, ResolveState,
     ServerPolicy, Signatures, Standing,
 };
 use pinfold_tenancy::model::ResolveCache;
@@ -20,6 +19,7 @@ use pinfold_tenancy::{StoreError, TenantStore};
 use serde_json::Value;
 
 use crate::config::ResolveSettings;
+use crate::sealer::KeyringSealer;
 use crate::store::Store;
 
 /// The resolve service's view of the registry and of tenant policies.
@@ -114,23 +114,6 @@ impl Signatures for RegistrySignatures {
                 ResolveCache::Session => CachePolicy::Session,
             },
         })
-    }
-}
-
-/// Seals upstream headers with the server's encryption key.
-pub struct KeyringSealer(pub Arc<Keyring>);
-
-impl Sealer for KeyringSealer {
-    fn seal(&self, tenant: &TenantId, context: &str, plain: &[u8]) -> Result<String, String> {
-        self.0
-            .seal_bound(tenant, context, plain)
-            .map_err(|e| e.to_string())
-    }
-
-    fn open(&self, tenant: &TenantId, context: &str, sealed: &str) -> Result<Vec<u8>, String> {
-        self.0
-            .open_bound(tenant, context, sealed)
-            .map_err(|e| e.to_string())
     }
 }
 

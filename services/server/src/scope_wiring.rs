@@ -2,8 +2,10 @@
 //! provider profiles over the scope store (a preset's name with no stored
 //! profile serves the bare preset), secret sealing over the server's
 //! keyring (the same AES-256-GCM key, bound to tenant and provider or
-//! grant), the SSRF policy of `url_policy` for provider URLs, and plans
-//! through resolve sessions over the resolve service ([`ResolveSessions`]).
+//! grant), the provider URL policy ([`crate::url_policy::trusted_fetch_url`]:
+//! `https://`, plain `http://` only to loopback, no credentials) for
+//! provider URLs, and plans through resolve sessions over the resolve
+//! service ([`ResolveSessions`]).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -22,7 +24,7 @@ use pinfold_scope::{
 };
 use serde_json::Value;
 
-use crate::resolve_wiring::KeyringSealer;
+use crate::sealer::KeyringSealer;
 use crate::store::Store;
 
 /// The scope service's view of the registry.
@@ -147,20 +149,6 @@ impl Providers for StoreProviders {
             .filter(|r| r.profile.resources.contains_key(server))
             .map(|r| r.name)
             .collect())
-    }
-}
-
-impl pinfold_scope::Sealer for KeyringSealer {
-    fn seal(&self, tenant: &TenantId, context: &str, plain: &[u8]) -> Result<String, String> {
-        self.0
-            .seal_bound(tenant, context, plain)
-            .map_err(|e| e.to_string())
-    }
-
-    fn open(&self, tenant: &TenantId, context: &str, sealed: &str) -> Result<Vec<u8>, String> {
-        self.0
-            .open_bound(tenant, context, sealed)
-            .map_err(|e| e.to_string())
     }
 }
 

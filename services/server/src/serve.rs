@@ -18,6 +18,7 @@ use crate::app::{self, AppContext};
 use crate::config::Config;
 use crate::devkeys::{DEV_AUDIENCE, DEV_ISSUER, DevKey};
 use crate::metrics::Metrics;
+use crate::protected_resource::ProtectedResource;
 use crate::store::Store;
 
 /// The tenant dev mode creates for its printed tokens.
@@ -190,7 +191,7 @@ pub async fn start(cfg: Config, listener: Option<TcpListener>) -> anyhow::Result
         registry,
         resolve,
         scope,
-        protected_resource: Arc::new(cfg.protected_resource()),
+        protected_resource: Arc::new(ProtectedResource::from_config(&cfg)),
         authn,
         metrics: Arc::new(Metrics::default()),
         body_limit: cfg.body_limit_bytes,
