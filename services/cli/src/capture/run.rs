@@ -1,0 +1,218 @@
+//! `pinfold capture` from arguments to exit code: check the arguments,
+//! capture the live server, fold in the `--merge` files, and write the
+//! draft card or the conflicts.
+
+use std::io::Write;
+use std::time::Duration;
+
+use pinfold_core::card::{Limits, ServerCard};
+use pinfold_core::draft::{self, Capture, Origin, Overrides, ServerInfo};
+use serde_json::json;
+
+use super::args::{CaptureArgs, exit};
+use super::lists::capture;
+use super::merge::{MergeFile, load_merge_file};
+use super::output::{conflict_lines, write_file, write_pretty};
+use super::target::Target;
+use crate::progress::Progress;
+
+/// Runs `pinfold capture`; the card goes to `out` (or `--out`), everything
+/// else to `progress`. Returns the exit code (see [`exit`]).
+pub async fn run(
+    args: CaptureArgs,
+    out: &mut (dyn Write + Send),
+    progress: &mut Progress<'_>,
+) -> anyhow::Result<i32> {
+    let usage = |progress: &mut Progress<'_>, msg: &str| {
+        progress.line(&format!("pinfold capture: {msg}"));
+        Ok(exit::USAGE)
+    };
+    let target = match (&args.url, &args.command) {
+        (Some(u), _) => Some(Target::http(u, &args.headers)),
+        (None, Some(c)) => Some(Target::stdio(c, &args.headers)),
+        (None, None) => None,
+    };
+    let target = match target.transpose() {
+        Ok(t) => t,
+        Err(e) => return usage(progress, &e),
+    };
+    if target.is_none() {
+        if args.merge.is_empty() {
+            return usage(progress, "give a URL, --command, or --merge FILE...");
+        }
+        if !args.headers.is_empty() {
+            return usage(progress, "--header needs a URL to send it to");
+        }
+    }
+    if args.timeout == 0 {
+        return usage(progress, "--timeout must be at least 1 second");
+    }
+    let mut files = Vec::new();
+    for p in &args.merge {
+        match load_merge_file(p) {
+            Ok(f) => files.push(f),
+            Err(e) => return usage(progress, &e),
+        }
+    }
+    let overrides = Overrides {
+        name: args.name.clone(),
+        version: args.version.clone(),
+    };
+    let limits = Limits::default();
+    // Each --merge file on its own first: a bad file is a usage error.
+    for f in &files {
+        let one = Capture {
+            label: f.label.clone(),
+            base: f.base.to_owned(),
+            lists: f.lists(),
+        };
+        if let Err(e) = draft::merge(&[one], &limits) {
+            return usage(
+                progress,
+                &format!("{} is not a usable capture: {e}", f.label),
+            );
+        }
+    }
+    let captured = match &target {
+        Some(t) => match capture(t, Duration::from_secs(args.timeout), progress).await {
+            Ok(c) => Some(c),
+            Err(e) => {
+                progress.line(&format!("pinfold capture: {e}"));
+                return Ok(exit::MCP_SERVER);
+            }
+        },
+        None => None,
+    };
+    if let Some(c) = &captured {
+        progress.line(&format!("capture: {}: {}", c.label, c.summary()));
+        for n in &c.notes {
+            progress.line(&format!("capture: note: {n}"));
+        }
+        if let Some(Target::Http { url, .. }) = &target
+            && (url.query().is_some() || !url.username().is_empty() || url.password().is_some())
+        {
+            progress.line(
+                "capture: note: the endpoint's credentials and query string are left out of the card",
+            );
+        }
+    }
+    let mut caps = Vec::new();
+    if let Some(c) = &captured {
+        caps.push(Capture {
+            label: c.label.clone(),
+            base: String::new(),
+            lists: &c.lists,
+        });
+    }
+    caps.extend(files.iter().map(|f| Capture {
+        label: f.label.clone(),
+        base: f.base.to_owned(),
+        lists: f.lists(),
+    }));
+    let merged = match draft::merge(&caps, &limits) {
+        Ok(m) => m,
+        Err(e) => {
+            // Every file merged on its own: the live lists are at fault.
+            progress.line(&format!(
+                "pinfold capture: the server's lists are not well formed: {e}"
+            ));
+            for err in e.errors.iter().take(20) {
+                progress.line(&format!("  {} {}: {}", err.code, err.pointer, err.message));
+            }
+            return Ok(exit::MCP_SERVER);
+        }
+    };
+    if !merged.is_clean() {
+        for l in conflict_lines(&merged) {
+            progress.line(&l);
+        }
+        write_pretty(out, &json!({"conflicts": merged.conflicts}))?;
+        progress.line(&format!(
+            "pinfold capture: {} conflict(s) between the captures; no card written",
+            merged.conflicts.len()
+        ));
+        return Ok(exit::CONFLICT);
+    }
+    for n in &merged.notes {
+        progress.line(&format!(
+            "capture: note: the captures disagree on {} {} {} ({} values); kept {}",
+            n.list, n.item, n.member, n.distinct, n.kept
+        ));
+    }
+    let card = match &captured {
+        Some(c) => match draft::identity(&c.server_info, &c.origin, &overrides) {
+            Ok(id) => {
+                for n in &id.notes {
+                    progress.line(&format!("capture: note: {n}"));
+                }
+                if !id.notes.is_empty() {
+                    progress.line(
+                        "capture: note: pass --name and --version to choose the draft's identity",
+                    );
+                }
+                draft::draft_card(&id, merged.signature)
+            }
+            Err(e) => return usage(progress, &format!("--name/--version: {e}")),
+        },
+        None => {
+            let first_card = files.iter().find_map(MergeFile::card);
+            match first_card {
+                Some(card) => match draft::with_signature(card, merged.signature, &overrides) {
+                    Ok(c) => c,
+                    Err(e) => return usage(progress, &format!("--name/--version: {e}")),
+                },
+                None if overrides.name.is_some() && overrides.version.is_some() => {
+                    match draft::identity(&ServerInfo::default(), &Origin::default(), &overrides) {
+                        Ok(id) => draft::draft_card(&id, merged.signature),
+                        Err(e) => return usage(progress, &format!("--name/--version: {e}")),
+                    }
+                }
+                None => {
+                    return usage(
+                        progress,
+                        "none of the --merge files is a card: pass --name and --version for the draft",
+                    );
+                }
+            }
+        }
+    };
+    let verdict = ServerCard::from_value(&card, &limits);
+    match &args.out {
+        Some(path) => {
+            if let Err(e) = write_file(path, &card) {
+                progress.line(&format!(
+                    "pinfold capture: cannot write {}: {e}",
+                    path.display()
+                ));
+                return Ok(exit::USAGE);
+            }
+        }
+        None => write_pretty(out, &card)?,
+    }
+    let whereto = args
+        .out
+        .as_ref()
+        .map_or("stdout".to_owned(), |p| p.display().to_string());
+    match verdict {
+        Ok(c) => {
+            progress.line(&format!(
+                "capture: wrote the draft card {} {} to {whereto} ({} tools; digest {})",
+                c.name,
+                c.version,
+                c.signature.tools.len(),
+                c.digest()
+            ));
+            Ok(exit::OK)
+        }
+        Err(e) => {
+            progress.line(&format!(
+                "pinfold capture: the draft written to {whereto} does not pass the registry's validation ({} problem(s)):",
+                e.errors.len()
+            ));
+            for err in e.errors.iter().take(20) {
+                progress.line(&format!("  {} {}: {}", err.code, err.pointer, err.message));
+            }
+            Ok(exit::INVALID_DRAFT)
+        }
+    }
+}
