@@ -14,14 +14,33 @@
 //! |-------|----------------|----------------|
 //! | tool name declared | `undeclared_tool` | always |
 //! | normalised annotations equal one declared possibility (title ignored) | `annotation_not_declared` | no declared possibility is at least as dangerous on every hint |
-//! | `inputSchema` canonically equal to the declared one | `input_schema_changed` | never (flagged, not ordered) |
-//! | `outputSchema` canonically equal (when either side has one) | `output_schema_changed` | never |
+//! | `inputSchema` canonically equal to the declared one: always for a list item (one without it differs), only when carried for a resolved tool | `input_schema_changed` | never (flagged, not ordered) |
+//! | `outputSchema` canonically equal: for a list item when either side has one, for a resolved tool only when carried | `output_schema_changed` | never |
 //! | each `_meta` `mcp.dev/*` value among the declared values | `policy_hint_not_declared` | more severe than every declared value, or the signature made no claim |
 //! | each `securitySchemes` alternative declared | `security_scheme_not_declared` | it needs a scope outside the tool's declared scopes, or is an unknown scheme type |
 //! | prompt name declared | `undeclared_prompt` | always |
 //! | prompt `arguments` canonically equal | `prompt_arguments_changed` | never |
 //! | resource URI declared, or matching a declared template | `undeclared_resource` | always |
 //! | resource template declared | `undeclared_resource_template` | always |
+//!
+//! A list item is a tool as the list serves it, so every row applies to it.
+//! A resolution result is checked on the members it carries, and a member
+//! it leaves out stands for the declared one: SEP-1862 ("Behavior
+//! Requirements", server requirement 4) lets a server change only the
+//! annotations of the tool it resolves and keep the rest as listed, and
+//! its "Dynamic Security Schemes" examples resolve a tool without its
+//! `inputSchema`. So:
+//!
+//! - `{"tool": Tool}` (SEP-1862 "Response: tools/resolve"): the name, the
+//!   annotations, the `_meta` policy hints, and `inputSchema`,
+//!   `outputSchema` and `securitySchemes` each only when the tool carries
+//!   it;
+//! - `{"resultType": "complete", ...}`: the result is read as the tool
+//!   itself, under the same rule;
+//! - `{"annotations"}` (`tools/annotations`, "Response: tools/annotations"
+//!   of the dynamic tool annotations draft): only the annotations and the
+//!   `_meta` policy hints, under the requested tool's name; nothing else in
+//!   the result is read, so no schema or scheme is compared.
 //!
 //! Descriptions, titles and instructions may legitimately differ (SEP-2091
 //! "Dynamic Metadata Considerations"): they are reported as *notices*
@@ -251,7 +270,10 @@ impl VerifyReport {
 /// An observation, parsed: items with their pointers.
 #[derive(Debug, Clone, Default)]
 pub struct Observation {
-    /// Observed tools: pointer, tool, and whether `inputSchema` must be compared.
+    /// Observed tools: pointer, tool, and whether it is a list item (`true`:
+    /// its `inputSchema` is always compared, and its `outputSchema` when
+    /// either side has one) rather than a resolved tool (`false`: each
+    /// schema is compared only when the tool carries it).
     pub tools: Vec<(String, SignatureTool, bool)>,
     /// Observed prompts with pointers.
     pub prompts: Vec<(String, Prompt)>,
@@ -347,7 +369,10 @@ impl Observation {
 
     /// Parses the result of resolving `tool_name` at runtime: `{"tool": Tool}`
     /// (tool-resolution seed), `{"resultType": "complete", ...}` (the newer
-    /// extension) or `{"annotations": ...}` (`tools/annotations`).
+    /// extension) or `{"annotations": ...}` (`tools/annotations`). The tool
+    /// is a resolved one, never a list item: a schema is compared only when
+    /// it carries one, and from a `tools/annotations` result only
+    /// `annotations` and `_meta` are read (see the module docs).
     pub fn from_resolution(
         tool_name: &str,
         v: &Value,
@@ -374,6 +399,7 @@ impl Observation {
                     ));
                 }
             }
+            // A resolved tool: each schema is compared only when carried.
             for t in &mut o.tools {
                 t.2 = false;
             }
@@ -1067,6 +1093,70 @@ mod tests {
             [(ViolationKind::UndeclaredTool, "/result/tools/0", true)]
         );
         assert!(!r.conformant && !r.blocking && !r.fails());
+    }
+
+    /// A resolved tool is checked on the members it carries: a schema it
+    /// carries is compared, one it leaves out is not, and a
+    /// `tools/annotations` result is read for its annotations and `_meta`
+    /// only. A list item without `inputSchema` differs.
+    #[test]
+    fn resolved_tools_are_checked_on_what_they_carry() {
+        let s = sig(json!([base_tool()]));
+        let l = Limits::default();
+        let ann = json!({"readOnlyHint": true, "openWorldHint": false});
+        let resolved = |v: Value| {
+            check(
+                &s,
+                &Observation::from_resolution("t", &v, &l).unwrap(),
+                Mode::Strict,
+            )
+        };
+        let changed = json!({"type": "object", "properties": {"x": {}}});
+        let r = resolved(json!({"tool": {"name": "t", "annotations": ann,
+            "inputSchema": changed, "outputSchema": {"type": "object"}}}));
+        assert_eq!(
+            kinds(&r),
+            [
+                (
+                    ViolationKind::InputSchemaChanged,
+                    "/tool/inputSchema",
+                    false
+                ),
+                (
+                    ViolationKind::OutputSchemaChanged,
+                    "/tool/outputSchema",
+                    false
+                )
+            ]
+        );
+        let r = resolved(
+            json!({"resultType": "complete", "name": "t", "annotations": ann,
+            "inputSchema": changed}),
+        );
+        assert_eq!(
+            kinds(&r),
+            [(ViolationKind::InputSchemaChanged, "/inputSchema", false)]
+        );
+        assert!(resolved(json!({"tool": {"name": "t", "annotations": ann}})).conformant);
+        assert!(
+            resolved(json!({"annotations": ann, "inputSchema": changed,
+                "securitySchemes": [{"type": "apiKey"}]}))
+            .conformant
+        );
+        let r = check(
+            &s,
+            &Observation::from_value(&json!({"tools": [{"name": "t", "annotations": ann}]}), &l)
+                .unwrap(),
+            Mode::Strict,
+        );
+        assert_eq!(
+            kinds(&r),
+            [(
+                ViolationKind::InputSchemaChanged,
+                "/tools/0/inputSchema",
+                false
+            )]
+        );
     }
 
     #[test]

@@ -13,10 +13,9 @@ use pinfold_store_rows::{
     VersionRecordRow, VersionRow, registry_error, registry_error_from,
 };
 
-use sqlx::PgPool;
-use tokio::sync::{mpsc, oneshot};
-
-use crate::{PgStore, insert_audit};
+use crate::notify::send_notifications;
+use crate::store::PgStore;
+use crate::tenancy::insert_audit;
 
 const META_COLUMNS: &str = "v.version, v.digest, v.published_by, v.published_at, \
      st.status, st.revision, st.status_changed_at, st.status_reason, st.approved_by, st.approved_at";
@@ -502,9 +501,6 @@ impl RegistryStore for PgStore {
     }
 }
 
-/// Channel on which registry writes are announced to every replica.
-pub const REGISTRY_CHANNEL: &str = "pinfold_registry";
-
 impl PgStore {
     /// Announces a committed change to `server_key` (`tenant<TAB>server`)
     /// and returns once it is sent.
@@ -512,7 +508,7 @@ impl PgStore {
     /// Sent *after* the write commits, outside its transaction: a NOTIFY
     /// inside the write transaction would hold PostgreSQL's global notify
     /// lock through the commit's WAL flush and serialise every publish. The
-    /// announcements of concurrent writes are coalesced by [`Notifier`]. If
+    /// announcements of concurrent writes are coalesced by [`Notifier`](crate::notify::Notifier). If
     /// one is lost (crash between commit and notify, or a failure here),
     /// other replicas' ETag indexes catch up through their TTL.
     async fn notify(&self, tenant: &TenantId, server_key: &str) {
@@ -521,65 +517,5 @@ impl PgStore {
             // The batching task is gone (its runtime ended): send alone.
             send_notifications(&self.pool, vec![payload]).await;
         }
-    }
-}
-
-/// Coalesces registry change announcements. Each write hands its payload to
-/// one task and waits until it is sent; payloads that arrive while a batch
-/// is in flight go out together in the next one, as one statement (one
-/// transaction, one commit) instead of one transaction each, and each
-/// distinct payload once.
-#[derive(Debug, Clone)]
-pub(crate) struct Notifier {
-    tx: mpsc::UnboundedSender<(String, oneshot::Sender<()>)>,
-}
-
-impl Notifier {
-    /// Starts the batching task on the current Tokio runtime.
-    pub(crate) fn start(pool: PgPool) -> Self {
-        let (tx, mut rx) = mpsc::unbounded_channel::<(String, oneshot::Sender<()>)>();
-        tokio::spawn(async move {
-            while let Some(first) = rx.recv().await {
-                let mut batch = vec![first];
-                while batch.len() < 1000
-                    && let Ok(next) = rx.try_recv()
-                {
-                    batch.push(next);
-                }
-                let mut payloads: Vec<String> = batch.iter().map(|(p, _)| p.clone()).collect();
-                payloads.sort_unstable();
-                payloads.dedup();
-                send_notifications(&pool, payloads).await;
-                for (_, done) in batch {
-                    let _ = done.send(());
-                }
-            }
-        });
-        Self { tx }
-    }
-
-    /// Queues `payload` and waits until its batch is sent; gives it back
-    /// when the task no longer runs.
-    async fn send(&self, payload: String) -> Result<(), String> {
-        let (done, sent) = oneshot::channel();
-        if let Err(mpsc::error::SendError((payload, _))) = self.tx.send((payload, done)) {
-            return Err(payload);
-        }
-        // A dropped sender means the task ended mid-batch; the batch was
-        // attempted, and the TTL covers a loss.
-        let _ = sent.await;
-        Ok(())
-    }
-}
-
-/// One `pg_notify` per payload on [`REGISTRY_CHANNEL`], in one statement.
-async fn send_notifications(pool: &PgPool, payloads: Vec<String>) {
-    let sent = sqlx::query("SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p")
-        .bind(REGISTRY_CHANNEL)
-        .bind(payloads)
-        .execute(pool)
-        .await;
-    if let Err(e) = sent {
-        tracing::warn!(error = %e, "registry change notification failed; other replicas catch up by TTL");
     }
 }

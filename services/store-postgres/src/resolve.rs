@@ -5,7 +5,10 @@ use pinfold_core::ids::{TenantId, Timestamp};
 use pinfold_resolve::{AuditNote, SessionRow, SessionStore, SessionStoreError};
 use pinfold_store_rows::{SessionDbRow, session_error as serr, session_error_from as aerr};
 
-use crate::{PURGE_MARKER, PgStore, insert_audit};
+use crate::notify::RESOLVE_CHANNEL;
+use crate::store::PgStore;
+use crate::tenancy::insert_audit;
+use crate::tenant_tx::PURGE_MARKER;
 
 const COLUMNS: &str = "id, principal, issuer, server, version, digest, mode, cache_policy, \
      upstream_url, upstream_sealed, created_at, expires_at";
@@ -126,9 +129,6 @@ impl SessionStore for PgStore {
         Ok(n)
     }
 }
-
-/// Channel on which closed sessions are announced to every replica.
-pub const RESOLVE_CHANNEL: &str = "pinfold_resolve";
 
 impl PgStore {
     /// Announces a closed session (`tenant<TAB>id`) after its commit, so

@@ -11,7 +11,9 @@ use pinfold_store_rows::{
     scopes_json,
 };
 
-use crate::{PURGE_MARKER, PgStore, insert_audit};
+use crate::store::PgStore;
+use crate::tenancy::insert_audit;
+use crate::tenant_tx::PURGE_MARKER;
 
 const PROVIDER_INSERT: &str =
     "name, profile, client_secret_sealed, revision, created_at, updated_at, updated_by";

@@ -251,3 +251,67 @@ impl From<KeyRow> for StoredKey {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use pinfold_registry::model::{ServerRow, Status, VersionMeta};
+
+    use super::*;
+
+    #[test]
+    fn corrupt_rows_are_errors_not_panics() {
+        let meta = VersionMetaRow {
+            version: "1.0.0".into(),
+            digest: "sha256:00".into(),
+            published_by: "p".into(),
+            published_at: 1,
+            status: "unknown".into(),
+            revision: 1,
+            status_changed_at: 1,
+            status_reason: None,
+            approved_by: None,
+            approved_at: None,
+        };
+        assert!(VersionMeta::try_from(meta).is_err());
+    }
+
+    #[test]
+    fn a_version_row_keeps_every_status_column() {
+        let meta = VersionMeta::try_from(VersionMetaRow {
+            version: "1.0.0".into(),
+            digest: "sha256:00".into(),
+            published_by: "p".into(),
+            published_at: 1,
+            status: "approved".into(),
+            revision: 2,
+            status_changed_at: 3,
+            status_reason: Some("ok".into()),
+            approved_by: Some("r".into()),
+            approved_at: Some(3),
+        })
+        .unwrap();
+        assert_eq!(meta.status.status, Status::Approved);
+        assert_eq!(meta.status.revision, 2);
+        assert_eq!(meta.status.changed_at.millis(), 3);
+        assert_eq!(meta.status.reason.as_deref(), Some("ok"));
+        assert_eq!(meta.status.approved_by.as_deref(), Some("r"));
+        assert_eq!(meta.status.approved_at.map(|t| t.millis()), Some(3));
+    }
+
+    #[test]
+    fn a_server_without_versions_was_last_updated_when_created() {
+        let (key, row): (String, ServerRow) = ServerSummaryRow {
+            name: "io.acme/files".into(),
+            display_name: "io.Acme/files".into(),
+            created_at: 10,
+            title: None,
+            description: None,
+            updated_at: None,
+            version_count: 0,
+        }
+        .into();
+        assert_eq!(key, "io.acme/files");
+        assert_eq!(row.name, "io.Acme/files");
+        assert_eq!(row.updated_at.millis(), 10);
+    }
+}

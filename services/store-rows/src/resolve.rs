@@ -4,6 +4,8 @@ use pinfold_core::ids::Timestamp;
 use pinfold_resolve::{CachePolicy, SessionRow, SessionStoreError};
 use pinfold_tenancy::StoreError;
 
+use crate::error::store_error;
+
 /// The columns of `resolve_sessions` after `tenant_id`, in table order.
 #[derive(Debug, sqlx::FromRow)]
 pub struct SessionDbRow {
@@ -76,7 +78,7 @@ pub fn session_error(e: sqlx::Error) -> SessionStoreError {
     {
         return SessionStoreError::VersionNotFound;
     }
-    session_error_from(crate::store_error(e))
+    session_error_from(store_error(e))
 }
 
 #[cfg(test)]

@@ -4,6 +4,8 @@ use pinfold_core::ids::Timestamp;
 use pinfold_scope::{GrantRow, GrantStatus, ProviderRow, ScopeStoreError, StateRow};
 use pinfold_tenancy::StoreError;
 
+use crate::error::store_error;
+
 /// `name, profile (JSON text), client_secret_sealed, revision, created_at,
 /// updated_at, updated_by` of `scope_providers`.
 #[derive(Debug, sqlx::FromRow)]
@@ -136,7 +138,7 @@ pub fn scope_error_from(e: StoreError) -> ScopeStoreError {
 
 /// A driver error in scope terms.
 pub fn scope_error(e: sqlx::Error) -> ScopeStoreError {
-    scope_error_from(crate::store_error(e))
+    scope_error_from(store_error(e))
 }
 
 /// A list of scopes as JSON text.

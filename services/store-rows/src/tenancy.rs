@@ -105,3 +105,45 @@ impl TryFrom<AuditRow> for AuditEvent {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn policy_row(mode: &str, overrides: &str) -> PolicyRow {
+        PolicyRow {
+            enforcement_mode: mode.into(),
+            approval_required: false,
+            overrides: overrides.into(),
+            revision: 4,
+            updated_at: 5,
+            updated_by: "op".into(),
+        }
+    }
+
+    #[test]
+    fn a_policy_row_becomes_a_policy_record() {
+        let rec = PolicyRecord::try_from(policy_row(
+            "strict",
+            r#"{"servers":{"a/b":{"enforcement_mode":"advisory"}}}"#,
+        ))
+        .unwrap();
+        assert_eq!(rec.policy.enforcement_mode, Mode::Strict);
+        assert_eq!(rec.policy.mode_for("a/b"), Mode::Advisory);
+        assert!(!rec.policy.approval_required);
+        assert_eq!((rec.revision, rec.updated_at.millis()), (4, 5));
+    }
+
+    #[test]
+    fn corrupt_rows_are_errors_not_panics() {
+        assert!(PolicyRecord::try_from(policy_row("lenient", "{}")).is_err());
+        assert!(PolicyRecord::try_from(policy_row("strict", "not json")).is_err());
+        let tenant = TenantRow {
+            id: "Not A Tenant".into(),
+            name: "n".into(),
+            created_at: 0,
+            created_by: "c".into(),
+        };
+        assert!(pinfold_tenancy::TenantRecord::try_from(tenant).is_err());
+    }
+}

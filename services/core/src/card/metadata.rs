@@ -4,7 +4,8 @@
 
 use serde_json::{Map, Value};
 
-use super::{Limits, opt_str};
+use super::fields::opt_str;
+use super::limits::Limits;
 use crate::error::{ValidationErrors, pointer_index, pointer_push};
 use crate::names::{ServerName, Version};
 

@@ -10,13 +10,23 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::Serialize;
 use serde_json::Value;
 
+use super::fields::{opt_bool, opt_str};
+use super::limits::Limits;
 use super::schema::check_schema;
-use super::{Limits, Mode, opt_bool, opt_str};
 use crate::annotations::{Annotations, PolicyHints};
 use crate::digest::canonical_bytes;
 use crate::error::{ValidationErrors, pointer_index, pointer_push};
 use crate::names::is_valid_tool_name;
 use crate::uri_template::UriTemplate;
+
+/// Whether a list is a declaration (signature) or an observation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Mode {
+    /// A signature: every rule, including JSON Schema validity and uniqueness.
+    Declared,
+    /// A runtime observation: shape only.
+    Observed,
+}
 
 /// How a tool's `annotations` member was written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
