@@ -26,7 +26,7 @@ use utoipa_axum::routes;
 use crate::error::*;
 use crate::index::{document_etag, if_none_match, record_etag};
 use crate::keys::{AttestationClaims, jwks, sign_attestation};
-use crate::model::{Action, Review, ServerRow, Status, StoredVersion, VersionMeta};
+use crate::model::{Action, Decision, Review, ServerRow, Status, StoredVersion, VersionMeta};
 use crate::service::*;
 use crate::state::*;
 use crate::store::ServerQuery;

@@ -17,16 +17,6 @@ pub struct ReviewBody {
     pub note: Option<String>,
 }
 
-/// A review decision.
-#[derive(Debug, Clone, Copy, Deserialize, ToSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum Decision {
-    /// Trust this version.
-    Approve,
-    /// Refuse it.
-    Reject,
-}
-
 /// Body of a lifecycle change.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -80,10 +70,7 @@ pub async fn review_version(
 ) -> Result<Response, ApiError> {
     scope.require_any(&[Role::Reviewer, Role::Admin])?;
     check_note("/note", body.note.as_deref(), false)?;
-    let action = match body.decision {
-        Decision::Approve => Action::Approve,
-        Decision::Reject => Action::Reject,
-    };
+    let action = body.decision.action();
     let (stored, reviews) = transition(
         &st,
         &scope,
