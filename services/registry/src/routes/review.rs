@@ -1,6 +1,18 @@
 //! Review and lifecycle: approve, reject, deprecate, revoke.
 
-use super::*;
+use axum::extract::{Path, State};
+use axum::response::Response;
+use pinfold_http::auth::Role;
+use pinfold_http::problem::{ApiError, ProblemBody};
+use pinfold_http::{StrictJson, TenantScope};
+use serde::Deserialize;
+use utoipa::ToSchema;
+
+use crate::model::{Action, Decision};
+use crate::routes::paths::VersionPath;
+use crate::routes::record::{VersionRecord, record_response};
+use crate::service::{check_note, transition};
+use crate::state::RegistryState;
 
 // ---------------------------------------------------------------- review
 

@@ -18,9 +18,24 @@ use pinfold_core::names::ServerName;
 use pinfold_http::pagination::{DEFAULT_LIMIT, MAX_LIMIT, decode_cursor, encode_cursor};
 use pinfold_http::problem::NotAProblem;
 
-use super::*;
+use axum::Json;
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use pinfold_core::ids::Timestamp;
+use pinfold_http::TenantScope;
+use pinfold_http::auth::Role;
+use pinfold_http::cpu::offload;
+use pinfold_http::problem::{ApiError, FieldError, ProblemBody};
+use serde::Deserialize;
+use utoipa::IntoParams;
+
+use crate::error::{server_key, store_error};
 use crate::index::{if_none_match, record_etag};
-use crate::state::EnforcementModes;
+use crate::model::Status;
+use crate::routes::conditional::{IfNoneMatch, etag_value, not_modified};
+use crate::service::server_index;
+use crate::state::{EnforcementModes, RegistryState};
 use crate::subregistry::{
     self as sub, Entry, ListMetadata, ListRequest, NotFoundBody, ServerList, ServerResponse,
     VersionFilter,
