@@ -33,13 +33,13 @@ use utoipa::IntoParams;
 use crate::error::{server_key, store_error};
 use crate::index::{if_none_match, record_etag};
 use crate::model::Status;
+use crate::policy::EnforcementModes;
 use crate::routes::conditional::{IfNoneMatch, etag_value, not_modified};
 use crate::service::server_index;
-use crate::state::{EnforcementModes, RegistryState};
-use crate::subregistry::{
-    self as sub, Entry, ListMetadata, ListRequest, NotFoundBody, ServerList, ServerResponse,
-    VersionFilter,
-};
+use crate::state::RegistryState;
+use crate::subregistry::listing::{self, Entry, ListRequest, VersionFilter};
+use crate::subregistry::response::{self, ListMetadata, NotFoundBody, ServerList, ServerResponse};
+use crate::subregistry::{etag, views, visibility};
 
 /// The official 404 message for a server or version.
 const SERVER_NOT_FOUND: &str = "Server not found";
@@ -106,7 +106,7 @@ async fn tenant_modes(
     st: &RegistryState,
     scope: &TenantScope,
 ) -> Result<EnforcementModes, V01Error> {
-    sub::modes(st, scope.tenant())
+    views::modes(st, scope.tenant())
         .await?
         .ok_or(V01Error::NotFound(NOT_FOUND))
 }
@@ -281,10 +281,10 @@ fn parse_version(raw: Option<&str>) -> Result<VersionFilter, ApiError> {
 
 fn parse_search(raw: Option<&str>) -> Result<Option<String>, ApiError> {
     match raw {
-        Some(s) if s.chars().count() > sub::MAX_SEARCH_CHARS => Err(bad_query(
+        Some(s) if s.chars().count() > listing::MAX_SEARCH_CHARS => Err(bad_query(
             "search",
             "too_long",
-            format!("search is at most {} characters", sub::MAX_SEARCH_CHARS),
+            format!("search is at most {} characters", listing::MAX_SEARCH_CHARS),
         )),
         Some(s) if !s.is_empty() => Ok(Some(s.to_owned())),
         _ => Ok(None),
@@ -385,17 +385,17 @@ async fn list_response(
     next: Option<(String, String)>,
     inm: Option<&HeaderValue>,
 ) -> Result<Response, ApiError> {
-    let tag = sub::list_etag(&entries, &modes, next.as_ref());
+    let tag = etag::list_etag(&entries, &modes, next.as_ref());
     if let Some(r) = not_modified_if(inm, &tag) {
         return Ok(r);
     }
-    let views = sub::views(st, tenant, &entries).await?;
+    let views = views::views(st, tenant, &entries).await?;
     let tenant = tenant.clone();
     let body = offload(move || {
         let servers: Vec<ServerResponse> = entries
             .iter()
             .zip(&views)
-            .map(|(e, v)| sub::response(e, v, &tenant, &modes))
+            .map(|(e, v)| response::response(e, v, &tenant, &modes))
             .collect();
         let list = ServerList {
             metadata: ListMetadata {
@@ -447,7 +447,7 @@ pub async fn list_subregistry_servers(
     let scope = admit(scope)?;
     let req = ListRequest::from_query(&pairs)?;
     let modes = tenant_modes(&st, &scope).await?;
-    let page = sub::list(&st, scope.tenant(), &req).await?;
+    let page = listing::list(&st, scope.tenant(), &req).await?;
     Ok(list_response(
         &st,
         scope.tenant(),
@@ -495,7 +495,8 @@ pub async fn list_subregistry_versions(
     let include_deleted = parse_bool("include_deleted", q.get("include_deleted").copied())?;
     let name = server_key(&p.server_name)?;
     let modes = tenant_modes(&st, &scope).await?;
-    let entries = sub::versions_of(&st, scope.tenant(), name.canonical(), include_deleted).await?;
+    let entries =
+        listing::versions_of(&st, scope.tenant(), name.canonical(), include_deleted).await?;
     if entries.is_empty() {
         return Err(V01Error::NotFound(SERVER_NOT_FOUND));
     }
@@ -558,7 +559,7 @@ pub async fn get_subregistry_version(
         // answers a conditional request. (A revoked one is visible only if
         // it was approved first, which the index does not record.)
         Status::Approved | Status::Deprecated => {
-            let tag = sub::entry_etag(&entry.record_etag, is_latest, mode);
+            let tag = etag::entry_etag(&entry.record_etag, is_latest, mode);
             if let Some(r) = not_modified_if(inm.as_ref(), &tag) {
                 return Ok(r);
             }
@@ -570,9 +571,9 @@ pub async fn get_subregistry_version(
         .version(tenant, key, &exact)
         .await
         .map_err(store_error)?
-        .filter(|s| sub::visible(&s.meta))
+        .filter(|s| visibility::visible(&s.meta))
         .ok_or(V01Error::NotFound(SERVER_NOT_FOUND))?;
-    let tag = sub::entry_etag(&record_etag(&stored.meta), is_latest, mode);
+    let tag = etag::entry_etag(&record_etag(&stored.meta), is_latest, mode);
     if let Some(r) = not_modified_if(inm.as_ref(), &tag) {
         return Ok(r);
     }
@@ -587,7 +588,7 @@ pub async fn get_subregistry_version(
     };
     let body = offload(move || {
         let view = views.view(&tenant, &stored, &limits)?;
-        let resp = sub::response(&entry, &view, &tenant, &modes);
+        let resp = response::response(&entry, &view, &tenant, &modes);
         serde_json::to_vec(&resp).map_err(|_| ApiError::internal())
     })
     .await??;
