@@ -35,7 +35,7 @@ pub fn router() -> OpenApiRouter<RegistryState> {
         .routes(routes!(attest::get_attestation))
         .routes(routes!(attest::get_jwks))
         .routes(routes!(publish::import_server_json))
-        .routes(routes!(v01::list_subregistry_servers))
-        .routes(routes!(v01::list_subregistry_versions))
-        .routes(routes!(v01::get_subregistry_version))
+        .routes(routes!(v01::handlers::list_subregistry_servers))
+        .routes(routes!(v01::handlers::list_subregistry_versions))
+        .routes(routes!(v01::handlers::get_subregistry_version))
 }
