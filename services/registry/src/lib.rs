@@ -15,12 +15,14 @@ pub mod error;
 pub mod index;
 pub mod keys;
 pub mod model;
+pub mod policy;
 pub mod routes;
 pub mod service;
 pub mod state;
 pub mod store;
 pub mod subregistry;
 
+pub use policy::{EnforcementModes, PolicySource, RegistryPolicy};
 pub use routes::router;
-pub use state::{EnforcementModes, PolicySource, RegistryPolicy, RegistryState};
+pub use state::RegistryState;
 pub use store::{RegistryStore, RegistryStoreError};

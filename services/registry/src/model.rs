@@ -87,11 +87,11 @@ impl Action {
         }
     }
 
-    /// The review decision it records (`approve`, `reject`), if it is one.
-    pub fn decision(self) -> Option<&'static str> {
+    /// The review decision it records (approve, reject), if it is one.
+    pub fn decision(self) -> Option<Decision> {
         match self {
-            Action::Approve => Some("approve"),
-            Action::Reject => Some("reject"),
+            Action::Approve => Some(Decision::Approve),
+            Action::Reject => Some(Decision::Reject),
             Action::Deprecate | Action::Revoke => None,
         }
     }
@@ -107,12 +107,48 @@ impl Action {
     }
 }
 
+/// A review decision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Decision {
+    /// Trust this version.
+    Approve,
+    /// Refuse it.
+    Reject,
+}
+
+impl Decision {
+    /// Wire and database spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Decision::Approve => "approve",
+            Decision::Reject => "reject",
+        }
+    }
+
+    /// Parses the spelling.
+    pub fn parse(s: &str) -> Option<Decision> {
+        match s {
+            "approve" => Some(Decision::Approve),
+            "reject" => Some(Decision::Reject),
+            _ => None,
+        }
+    }
+
+    /// The action that applies it.
+    pub fn action(self) -> Action {
+        match self {
+            Decision::Approve => Action::Approve,
+            Decision::Reject => Action::Reject,
+        }
+    }
+}
+
 /// One review decision.
 #[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
 pub struct Review {
     /// `approve` or `reject`.
-    #[schema(value_type = crate::routes::Decision)]
-    pub decision: String,
+    pub decision: Decision,
     /// The reviewer's note.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
@@ -306,7 +342,7 @@ impl<'a> StatusChange<'a> {
             reason: note,
             approved_by: (to == Status::Approved).then_some(actor),
             review: action.decision().map(|decision| Review {
-                decision: decision.to_owned(),
+                decision,
                 note: note.map(str::to_owned),
                 reviewer: actor.to_owned(),
                 at,
@@ -387,8 +423,8 @@ mod tests {
         );
         let review = c.review.unwrap();
         assert_eq!(
-            (review.decision.as_str(), review.reviewer.as_str()),
-            ("approve", "rev")
+            (review.decision, review.reviewer.as_str()),
+            (Decision::Approve, "rev")
         );
         assert_eq!((review.note.as_deref(), review.at), (Some("fine"), at));
         assert_eq!(c.audit.kind, "version.approved");
@@ -430,8 +466,19 @@ mod tests {
             Timestamp::from_millis(2),
         )
         .unwrap();
-        assert_eq!(r.review.unwrap().decision, "reject");
+        assert_eq!(r.review.unwrap().decision, Decision::Reject);
         assert_eq!(r.approved_by, None);
+    }
+
+    #[test]
+    fn decisions_keep_their_wire_and_database_spelling() {
+        for (d, s) in [(Decision::Approve, "approve"), (Decision::Reject, "reject")] {
+            assert_eq!(d.as_str(), s);
+            assert_eq!(Decision::parse(s), Some(d));
+            assert_eq!(serde_json::to_value(d).unwrap(), json!(s));
+            assert_eq!(serde_json::from_value::<Decision>(json!(s)).unwrap(), d);
+        }
+        assert_eq!(Decision::parse("maybe"), None);
     }
 
     #[test]

@@ -18,12 +18,14 @@ use pinfold_http::problem::{ApiError, FieldError};
 use pinfold_http::tenant::tenant_not_found;
 use serde_json::{Value, json};
 
-use crate::error::*;
+use crate::error::{
+    server_key, server_not_found, store_error, validation_error, version_not_found,
+};
 use crate::index::ServerIndex;
 use crate::model::{
     Action, NewVersion, PublishOutcome, Review, StatusChange, StatusRow, StoredVersion, VersionMeta,
 };
-use crate::state::*;
+use crate::state::{RegistryState, now};
 
 /// The ETag index entry of a server, loaded on a miss.
 pub async fn server_index(

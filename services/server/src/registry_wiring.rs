@@ -118,6 +118,6 @@ pub fn registry_state(store: &Store, keyring: Arc<Keyring>, limits: Limits) -> R
         keyring,
         index,
         limits,
-        views: Arc::new(pinfold_registry::subregistry::ViewCache::default()),
+        views: Arc::new(pinfold_registry::subregistry::cache::ViewCache::default()),
     }
 }

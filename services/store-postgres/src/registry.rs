@@ -311,7 +311,7 @@ impl RegistryStore for PgStore {
             .bind(tenant.as_str())
             .bind(c.server_key)
             .bind(c.version)
-            .bind(&r.decision)
+            .bind(r.decision.as_str())
             .bind(&r.note)
             .bind(&r.reviewer)
             .bind(r.at.millis())
@@ -343,7 +343,7 @@ impl RegistryStore for PgStore {
         .fetch_all(&mut *self.tenant_tx(tenant).await.map_err(registry_error)?)
         .await
         .map_err(registry_error)?;
-        Ok(rows.into_iter().map(Review::from).collect())
+        rows.into_iter().map(Review::try_from).collect()
     }
 
     async fn subregistry_versions(

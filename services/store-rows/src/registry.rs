@@ -4,7 +4,8 @@
 use pinfold_core::ids::Timestamp;
 use pinfold_registry::RegistryStoreError;
 use pinfold_registry::model::{
-    ListedVersion, Review, ServerRow, Status, StatusRow, StoredKey, StoredVersion, VersionMeta,
+    Decision, ListedVersion, Review, ServerRow, Status, StatusRow, StoredKey, StoredVersion,
+    VersionMeta,
 };
 
 /// A version with its status, without the document: `version, digest,
@@ -153,14 +154,14 @@ impl TryFrom<VersionRecordRow> for (StoredVersion, Vec<Review>) {
         let reviews = reviews
             .into_iter()
             .map(|j| {
-                Review::from(ReviewRow {
+                Review::try_from(ReviewRow {
                     decision: j.decision,
                     note: j.note,
                     reviewer: j.reviewer,
                     at: j.at,
                 })
             })
-            .collect();
+            .collect::<Result<_, _>>()?;
         Ok((r.version.try_into()?, reviews))
     }
 }
@@ -217,14 +218,17 @@ pub struct ReviewRow {
     pub at: i64,
 }
 
-impl From<ReviewRow> for Review {
-    fn from(r: ReviewRow) -> Self {
-        Review {
-            decision: r.decision,
+impl TryFrom<ReviewRow> for Review {
+    type Error = RegistryStoreError;
+    fn try_from(r: ReviewRow) -> Result<Self, RegistryStoreError> {
+        Ok(Review {
+            decision: Decision::parse(&r.decision).ok_or_else(|| {
+                RegistryStoreError::Other(format!("stored decision {}", r.decision))
+            })?,
             note: r.note,
             reviewer: r.reviewer,
             at: Timestamp::from_millis(r.at),
-        }
+        })
     }
 }
 

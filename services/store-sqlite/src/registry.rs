@@ -285,7 +285,7 @@ impl RegistryStore for SqliteStore {
             .bind(tenant.as_str())
             .bind(c.server_key)
             .bind(c.version)
-            .bind(&r.decision)
+            .bind(r.decision.as_str())
             .bind(&r.note)
             .bind(&r.reviewer)
             .bind(r.at.millis())
@@ -316,7 +316,7 @@ impl RegistryStore for SqliteStore {
         .fetch_all(&self.pool)
         .await
         .map_err(registry_error)?;
-        Ok(rows.into_iter().map(Review::from).collect())
+        rows.into_iter().map(Review::try_from).collect()
     }
 
     async fn subregistry_versions(

@@ -718,7 +718,7 @@ async fn the_versions_listing_shows_the_newest_1000() {
         json!({"enforcement_mode": "strict", "approval_required": false}),
     )
     .await;
-    let cap = pinfold_registry::subregistry::MAX_VERSIONS_LISTED;
+    let cap = pinfold_registry::subregistry::listing::MAX_VERSIONS_LISTED;
     assert_eq!(cap, 1000);
     for i in 0..cap + 3 {
         publish(&app, &card(SERVER, &format!("1.0.{i}"))).await;

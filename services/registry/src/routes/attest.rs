@@ -1,6 +1,18 @@
 //! Attestations of a version and the tenant key set that verifies them.
 
-use super::*;
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::{HeaderValue, header};
+use axum::response::{IntoResponse, Response};
+use pinfold_http::TenantScope;
+use pinfold_http::problem::{ApiError, ProblemBody};
+use pinfold_http::tenant::tenant_not_found;
+
+use crate::error::{server_key, store_error};
+use crate::keys::{AttestationClaims, jwks, sign_attestation};
+use crate::routes::paths::VersionPath;
+use crate::service::{load, tenant_key};
+use crate::state::{RegistryState, now};
 
 /// A signed attestation of a version (any role in the tenant).
 ///

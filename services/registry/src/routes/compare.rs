@@ -1,6 +1,23 @@
 //! Comparing versions with each other (diff) and with observations (verify).
 
-use super::*;
+use axum::Json;
+use axum::extract::{Path, Query, Request, State};
+use pinfold_core::Mode;
+use pinfold_core::card::ServerCard;
+use pinfold_http::TenantScope;
+use pinfold_http::body::read_value;
+use pinfold_http::cpu::offload;
+use pinfold_http::problem::{ApiError, FieldError, ProblemBody};
+use pinfold_http::tenant::tenant_not_found;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use utoipa::{IntoParams, ToSchema};
+
+use crate::error::{server_key, store_error, validation_error};
+use crate::model::StoredVersion;
+use crate::routes::paths::{ServerPath, VersionPath};
+use crate::service::load;
+use crate::state::RegistryState;
 
 // ---------------------------------------------------------------- diff, verify
 

@@ -1,7 +1,21 @@
 //! The immutable document views: the signature, the card (with CORS) and
 //! the worst-case `tools/list`.
 
-use super::*;
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use pinfold_http::TenantScope;
+use pinfold_http::problem::{ApiError, ProblemBody};
+use serde_json::Value;
+
+use crate::error::server_key;
+use crate::index::{document_etag, if_none_match};
+use crate::model::StoredVersion;
+use crate::routes::conditional::{etag_value, inm, not_modified};
+use crate::routes::paths::VersionPath;
+use crate::service::{load, server_index};
+use crate::state::RegistryState;
 
 /// Caching headers of a document answer. Every document is read with a
 /// bearer token, so it is `private`: a shared cache (CDN, corporate proxy)

@@ -1,6 +1,19 @@
 //! Publishing: a signed server card, or an official-registry `server.json`.
 
-use super::*;
+use axum::extract::{Path, Request, State};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use pinfold_http::TenantScope;
+use pinfold_http::auth::Role;
+use pinfold_http::body::{read_json_bytes, read_value};
+use pinfold_http::problem::{ApiError, FieldError, ProblemBody};
+use serde_json::{Map, Value};
+
+use crate::model::{Review, StoredVersion};
+use crate::routes::paths::VersionPath;
+use crate::routes::record::{VersionRecord, record_response};
+use crate::service::{Published, publish, publish_body};
+use crate::state::RegistryState;
 
 /// Publish a version (roles `publisher`, `admin`).
 ///

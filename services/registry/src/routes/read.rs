@@ -1,6 +1,23 @@
 //! Reads: the server list, a server summary and a version record.
 
-use super::*;
+use axum::Json;
+use axum::extract::{Path, Query, State};
+use axum::response::Response;
+use pinfold_core::ids::Timestamp;
+use pinfold_http::TenantScope;
+use pinfold_http::pagination::finish_page;
+use pinfold_http::problem::{ApiError, FieldError, ProblemBody};
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+
+use crate::error::{server_key, server_not_found, store_error};
+use crate::model::{ServerRow, Status, VersionMeta};
+use crate::routes::conditional::{IfNoneMatch, not_modified_with};
+use crate::routes::paths::{ServerPath, VersionPath};
+use crate::routes::record::{VersionRecord, record_response};
+use crate::service::{load_record, server_index};
+use crate::state::RegistryState;
+use crate::store::ServerQuery;
 
 // ---------------------------------------------------------------- reads
 

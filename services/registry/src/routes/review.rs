@@ -1,6 +1,18 @@
 //! Review and lifecycle: approve, reject, deprecate, revoke.
 
-use super::*;
+use axum::extract::{Path, State};
+use axum::response::Response;
+use pinfold_http::auth::Role;
+use pinfold_http::problem::{ApiError, ProblemBody};
+use pinfold_http::{StrictJson, TenantScope};
+use serde::Deserialize;
+use utoipa::ToSchema;
+
+use crate::model::{Action, Decision};
+use crate::routes::paths::VersionPath;
+use crate::routes::record::{VersionRecord, record_response};
+use crate::service::{check_note, transition};
+use crate::state::RegistryState;
 
 // ---------------------------------------------------------------- review
 
@@ -15,16 +27,6 @@ pub struct ReviewBody {
     #[serde(default)]
     #[schema(max_length = 2000)]
     pub note: Option<String>,
-}
-
-/// A review decision.
-#[derive(Debug, Clone, Copy, Deserialize, ToSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum Decision {
-    /// Trust this version.
-    Approve,
-    /// Refuse it.
-    Reject,
 }
 
 /// Body of a lifecycle change.
@@ -80,10 +82,7 @@ pub async fn review_version(
 ) -> Result<Response, ApiError> {
     scope.require_any(&[Role::Reviewer, Role::Admin])?;
     check_note("/note", body.note.as_deref(), false)?;
-    let action = match body.decision {
-        Decision::Approve => Action::Approve,
-        Decision::Reject => Action::Reject,
-    };
+    let action = body.decision.action();
     let (stored, reviews) = transition(
         &st,
         &scope,
