@@ -194,6 +194,29 @@ class Crate:
                 return gf
         return file
 
+    # --- inline modules --------------------------------------------------------
+
+    @staticmethod
+    def inline_modules(text: str) -> list:
+        """(start, end, name) of every inline `mod name { ... }` block."""
+        spans = []
+        for m in re.finditer(r"\bmod\s+(\w+)\s*\{", text):
+            depth, i = 1, m.end()
+            while i < len(text) and depth:
+                if text[i] == "{":
+                    depth += 1
+                elif text[i] == "}":
+                    depth -= 1
+                i += 1
+            spans.append((m.end(), i, m.group(1)))
+        return spans
+
+    @staticmethod
+    def module_at(mod: tuple, spans: list, pos: int) -> tuple:
+        """The module a position of a file is in: its inline modules appended."""
+        inner = sorted((s for s in spans if s[0] <= pos < s[1]), key=lambda s: s[0])
+        return mod + tuple(s[2] for s in inner)
+
     # --- edges ---------------------------------------------------------------
 
     def edges(self) -> dict:
@@ -201,16 +224,25 @@ class Crate:
         out: dict = defaultdict(lambda: defaultdict(set))
         for file, text in self.text.items():
             mod = self.file_mod[file]
-            paths = []
+            spans = self.inline_modules(text)
+            paths = []  # (module the path is written in, path)
             for stmt in re.finditer(r"\buse\s+([^;]+);", text):
-                paths.extend(p for p, _ in expand_use(stmt.group(1)))
-            no_use = re.sub(r"\buse\s+[^;]+;", " ", text)
+                at = self.module_at(mod, spans, stmt.start())
+                paths.extend((at, p) for p, _ in expand_use(stmt.group(1)))
+            no_use = re.sub(r"\buse\s+[^;]+;", lambda m: " " * len(m.group(0)), text)
             children = self.children.get(mod, set())
             for m in re.finditer(r"(?<![\w:])((?:crate|super|self|\w+)(?:\s*::\s*\w+)+)", no_use):
                 segs = [s.strip() for s in m.group(1).split("::")]
-                if segs[0] in ("crate", "super", "self") or segs[0] in children:
-                    paths.append(segs)
-            for path in paths:
+                at = self.module_at(mod, spans, m.start())
+                if segs[0] in ("crate", "super", "self") or (at == mod and segs[0] in children):
+                    paths.append((at, segs))
+            for at, path in paths:
+                if at != mod and path[0] == "super" and len(path) > 1 and at[:-1] == mod:
+                    # `super::` inside an inline module of this file is this file.
+                    path = ["self"] + path[1:]
+                    at = mod
+                elif at != mod and path[0] in ("self", "super"):
+                    continue  # deeper inline nesting: stays inside this file
                 absolute = self.absolute(mod, path)
                 if absolute is None:
                     continue
