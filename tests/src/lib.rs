@@ -393,7 +393,7 @@ fn app_router(
             registry,
             resolve,
             scope,
-            protected_resource: Arc::new(ProtectedResource::from_config(&cfg)),
+            protected_resource: Arc::new(ProtectedResource::from_config(cfg)),
             authn: authn.clone(),
             metrics: Arc::new(Metrics::default()),
             body_limit: cfg.body_limit_bytes,
