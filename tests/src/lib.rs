@@ -452,8 +452,37 @@ impl TestApp {
             encryption_key,
             rate_limiter,
         };
+        app.await_listening().await;
         app.tenant = app.new_tenant().await;
         app
+    }
+
+    /// On PostgreSQL, waits until this app's change listener has handled
+    /// every notification committed so far, its own writes' included (each
+    /// evicts what it names from the ETag index, even when this app has
+    /// since read it afresh): a test that warms a cache after a write and
+    /// then counts what that cache answered settles first. A no-op on
+    /// SQLite.
+    pub async fn settle(&self) {
+        if let Store::Postgres(pg) = &self.store {
+            pg.notification_barrier(Duration::from_secs(10))
+                .await
+                .expect("the change listener handles a barrier within 10 s");
+        }
+    }
+
+    /// On PostgreSQL, waits until the registry change listener's `LISTEN`
+    /// is in effect. Its first `LISTEN` reports the gap before it, which
+    /// empties the registry's caches; waiting here keeps that from emptying
+    /// a cache a test has just warmed, at a moment that depends on the
+    /// machine's load.
+    async fn await_listening(&self) {
+        if let Some(mut listener) = self.registry_listener() {
+            tokio::time::timeout(Duration::from_secs(10), listener.wait_for(|s| s.listening))
+                .await
+                .expect("the registry listener listens within 10 s")
+                .expect("the registry listener runs");
+        }
     }
 
     /// A second application ("replica") over the same database, with its own
@@ -472,7 +501,7 @@ impl TestApp {
             &Service::ALL,
             None,
         );
-        TestApp {
+        let replica = TestApp {
             router,
             store,
             tenant: self.tenant.clone(),
@@ -484,7 +513,9 @@ impl TestApp {
             },
             encryption_key: self.encryption_key.clone(),
             rate_limiter: None,
-        }
+        };
+        replica.await_listening().await;
+        replica
     }
 
     /// This app's database, tenant and tokens behind a router serving only

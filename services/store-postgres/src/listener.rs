@@ -28,6 +28,24 @@ pub struct ListenerStatus {
     /// effect, and one each time it takes effect again after the
     /// connection was lost (never while it is lost).
     pub gaps: u64,
+    /// The highest barrier of this store's
+    /// [`PgStore::notification_barrier`](crate::PgStore::notification_barrier)
+    /// received so far. Barriers are neither handed to `on_change` nor
+    /// counted in `delivered`, and another store's barriers are skipped.
+    pub barrier: u64,
+}
+
+/// The payload of barrier `n` of the store `store`: it holds no tab, so no
+/// listener ever reads it as a change.
+pub(crate) fn barrier_payload(store: u64, n: u64) -> String {
+    format!("barrier {store:016x} {n}")
+}
+
+/// The number of a barrier payload of the store `store`, if it is one.
+fn barrier_of(payload: &str, store: u64) -> Option<u64> {
+    let rest = payload.strip_prefix("barrier ")?;
+    let (id, n) = rest.split_once(' ')?;
+    (u64::from_str_radix(id, 16).ok()? == store).then(|| n.parse().ok())?
 }
 
 /// Starts the listener of [`PgStore::spawn_change_listener`](crate::PgStore::spawn_change_listener)
@@ -35,6 +53,7 @@ pub struct ListenerStatus {
 /// closes.
 pub(crate) fn spawn(
     pool: PgPool,
+    store: u64,
     status: Arc<watch::Sender<ListenerStatus>>,
     on_change: impl Fn(&str, &str, &str) + Send + Sync + 'static,
     on_gap: impl Fn() + Send + Sync + 'static,
@@ -69,8 +88,14 @@ pub(crate) fn spawn(
             loop {
                 match listener.try_recv().await {
                     Ok(Some(n)) => {
-                        if let Some((tenant, key)) = n.payload().split_once('\t') {
+                        let payload = n.payload();
+                        if let Some((tenant, key)) = payload.split_once('\t') {
                             on_change(n.channel(), tenant, key);
+                        } else if payload.starts_with("barrier ") {
+                            if let Some(b) = barrier_of(payload, store) {
+                                status.send_modify(|s| s.barrier = s.barrier.max(b));
+                            }
+                            continue;
                         }
                         status.send_modify(|s| s.delivered += 1);
                     }
@@ -98,4 +123,19 @@ pub(crate) fn spawn(
             }
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_barrier_is_read_back_only_by_its_own_store() {
+        let p = barrier_payload(0xfeed, 7);
+        assert!(!p.contains('\t'), "never read as a change");
+        assert_eq!(barrier_of(&p, 0xfeed), Some(7));
+        assert_eq!(barrier_of(&p, 0xbeef), None);
+        assert_eq!(barrier_of("barrier zz 7", 0xfeed), None);
+        assert_eq!(barrier_of("acme\tio.github.acme/x", 0xfeed), None);
+    }
 }

@@ -4,6 +4,7 @@
 
 use std::str::FromStr;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use pinfold_store_rows::store_error as err;
@@ -14,7 +15,7 @@ use tokio::sync::watch;
 
 use crate::listener::{self, ListenerStatus};
 use crate::nodelay;
-use crate::notify::Notifier;
+use crate::notify::{Notifier, REGISTRY_CHANNEL};
 
 /// Pool settings.
 #[derive(Debug, Clone)]
@@ -52,6 +53,10 @@ pub struct PgStore {
     pub(crate) pool: PgPool,
     listener: Arc<watch::Sender<ListenerStatus>>,
     pub(crate) notifier: Notifier,
+    /// A random id of this store, which names its notification barriers.
+    id: u64,
+    /// The last notification barrier this store sent.
+    barriers: Arc<AtomicU64>,
 }
 
 impl PgStore {
@@ -93,6 +98,8 @@ impl PgStore {
             notifier: Notifier::start(pool.clone()),
             pool,
             listener: Arc::new(watch::Sender::new(ListenerStatus::default())),
+            id: std::hash::BuildHasher::hash_one(&std::hash::RandomState::new(), 0u8),
+            barriers: Arc::new(AtomicU64::new(0)),
         })
     }
 
@@ -124,7 +131,38 @@ impl PgStore {
         on_change: impl Fn(&str, &str, &str) + Send + Sync + 'static,
         on_gap: impl Fn() + Send + Sync + 'static,
     ) -> tokio::task::JoinHandle<()> {
-        listener::spawn(self.pool.clone(), self.listener.clone(), on_change, on_gap)
+        listener::spawn(
+            self.pool.clone(),
+            self.id,
+            self.listener.clone(),
+            on_change,
+            on_gap,
+        )
+    }
+
+    /// Waits, at most `within`, until every notification committed before
+    /// this call has been handed to this store's listener (which must be
+    /// listening). PostgreSQL delivers notifications in the order their
+    /// transactions committed, and the listener handles them one at a time,
+    /// so a notification of its own sent now ("barrier") arrives after all
+    /// of them. For tests that must know a replica has seen its own writes
+    /// announced, so that a later eviction cannot empty a cache under them.
+    pub async fn notification_barrier(&self, within: Duration) -> Result<(), StoreError> {
+        let n = self.barriers.fetch_add(1, Ordering::Relaxed) + 1;
+        let mut status = self.listener.subscribe();
+        sqlx::query("SELECT pg_notify($1, $2)")
+            .bind(REGISTRY_CHANNEL)
+            .bind(listener::barrier_payload(self.id, n))
+            .execute(&self.pool)
+            .await
+            .map_err(err)?;
+        match tokio::time::timeout(within, status.wait_for(|s| s.barrier >= n)).await {
+            Ok(Ok(_)) => Ok(()),
+            Ok(Err(_)) => Err(StoreError::Other("the change listener has stopped".into())),
+            Err(_) => Err(StoreError::Other(format!(
+                "notification barrier {n} not received within {within:?}"
+            ))),
+        }
     }
 
     /// Follows the change listener: a receiver that sees

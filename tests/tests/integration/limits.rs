@@ -377,6 +377,7 @@ async fn the_304_fast_path_is_charged_and_refused_like_the_router() {
         "{}",
         String::from_utf8_lossy(&r.bytes)
     );
+    app.settle().await;
     let reader = app.as_roles("rita", &["reader"]);
     // Two reads through the router (the second loads the index): the
     // first two tokens.

@@ -695,6 +695,7 @@ async fn the_304_fast_path_answers_exactly_as_the_router() {
     .await;
     let t = app.as_roles("reader", &["reader"]);
     let path = vpath(&app, SERVER, "1.0.0");
+    app.settle().await;
     // Cold: the router answers; a first conditional read loads the index.
     let etag = app.get(&path, &t).await.header("etag").unwrap();
     let fast = || app.router.fast_answers();
