@@ -109,6 +109,14 @@ pub struct Policy {
     /// Per-server overrides.
     #[serde(default)]
     pub overrides: PolicyOverrides,
+    /// Where this tenant's outbound requests (session upstreams, identity
+    /// providers) may go besides public addresses: host names
+    /// (`notes.internal.example`), `*.suffix` patterns, IP addresses and
+    /// CIDR blocks (`10.20.0.0/16`). Credentials travel over plain `http`
+    /// only to hosts named here. At most 64 entries.
+    #[serde(default)]
+    #[schema(max_items = 64, value_type = Vec<String>, example = json!(["notes.internal.example", "*.corp.example", "10.20.0.0/16"]))]
+    pub egress_allow: Vec<String>,
 }
 
 impl Policy {
@@ -143,6 +151,7 @@ impl Default for Policy {
             enforcement_mode: Mode::Permissive,
             approval_required: true,
             overrides: PolicyOverrides::default(),
+            egress_allow: Vec::new(),
         }
     }
 }
@@ -190,6 +199,15 @@ impl PartialSchema for PolicyRecord {
                 utoipa::openapi::Ref::from_schema_name("PolicyOverrides"),
             )
             .property(
+                "egress_allow",
+                utoipa::openapi::schema::ArrayBuilder::new()
+                    .items(ObjectBuilder::new().schema_type(Type::String).max_length(Some(253)))
+                    .max_items(Some(64))
+                    .description(Some(
+                        "Hosts, `*.suffix` patterns, IP addresses and CIDR blocks this tenant's outbound requests may reach besides public addresses.",
+                    )),
+            )
+            .property(
                 "revision",
                 ObjectBuilder::new()
                     .schema_type(Type::Integer)
@@ -216,6 +234,7 @@ impl PartialSchema for PolicyRecord {
             .required("enforcement_mode")
             .required("approval_required")
             .required("overrides")
+            .required("egress_allow")
             .required("revision")
             .required("updated_at")
             .required("updated_by")
@@ -335,6 +354,7 @@ mod tests {
                     })
                     .collect(),
             },
+            egress_allow: Vec::new(),
         }
     }
 

@@ -51,7 +51,7 @@ impl Connection {
         // requests.
         let opening = http.clone().drop_guard();
         let client = Cancellable {
-            inner: pool.client(&target.url)?,
+            inner: pool.client(target)?,
             ct: http.clone(),
         };
         let headers = target.header_map().map_err(|e| FetchError::Transport {
@@ -72,7 +72,7 @@ impl Connection {
             on_list_changed: on_list_changed.clone(),
         };
         let failed = |e: ClientInitializeError| FetchError::Transport {
-            detail: redact(&format!("initialize failed: {e}"), &target.url),
+            detail: redact(&e, &format!("initialize failed: {e}"), &target.url),
             retry_after: retry_after_in(&e),
         };
         // 2026-07-28 (no protocol session) when the server offers it,
@@ -207,7 +207,7 @@ impl Connection {
                 message: e.message.to_string(),
             }),
             Err(e) => Err(FetchError::Transport {
-                detail: redact(&e.to_string(), &self.url),
+                detail: redact(&e, &e.to_string(), &self.url),
                 retry_after: retry_after_in(&e),
             }),
         }
@@ -254,10 +254,14 @@ mod tests {
             )
             .await
             .unwrap();
-            let pool = Pool::new(Duration::from_secs(2), 1 << 20);
+            let pool = Pool::new(
+                pinfold_egress::Egress::new(pinfold_egress::EgressConfig::default()),
+                1 << 20,
+            );
             let target = UpstreamTarget {
                 url: up.url(),
                 headers: vec![("x-key".into(), "k".into())],
+                rules: pinfold_egress::Rules::new(pinfold_egress::AllowList::default(), true),
             };
             let c = Connection::open(&pool, &target, Arc::new(|| {}))
                 .await
