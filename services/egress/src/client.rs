@@ -131,10 +131,27 @@ impl Egress {
     }
 
     /// Checks a URL before anything is sent to it, without resolving a
-    /// name: an absolute `http(s)` URL with a host and no user info; an IP
-    /// literal (or `localhost`) the rules allow; and, when `credentials`
-    /// will be sent, `https` or a host the rules name explicitly.
+    /// name: [`Egress::admit_form`], and an IP literal (or `localhost`)
+    /// the rules allow.
     pub fn admit(&self, rules: &Rules, url: &Url, credentials: bool) -> Result<(), EgressError> {
+        self.admit_form(rules, url, credentials)?;
+        let host = url.host().ok_or(EgressError::InvalidUrl)?;
+        if !rules.allows_host(&host) {
+            return Err(EgressError::NotAllowed);
+        }
+        Ok(())
+    }
+
+    /// The form of a URL alone, whatever address it names: an absolute
+    /// `http(s)` URL with a host and no user info; and, when `credentials`
+    /// will be sent, `https` or a host the rules name explicitly. What a
+    /// caller may be told at once without learning anything of the network.
+    pub fn admit_form(
+        &self,
+        rules: &Rules,
+        url: &Url,
+        credentials: bool,
+    ) -> Result<(), EgressError> {
         if !matches!(url.scheme(), "http" | "https")
             || !url.username().is_empty()
             || url.password().is_some()
@@ -142,9 +159,6 @@ impl Egress {
             return Err(EgressError::InvalidUrl);
         }
         let host = url.host().ok_or(EgressError::InvalidUrl)?;
-        if !rules.allows_host(&host) {
-            return Err(EgressError::NotAllowed);
-        }
         if credentials && url.scheme() == "http" && !rules.plain_credentials_ok(&host) {
             return Err(EgressError::PlainCredentials);
         }

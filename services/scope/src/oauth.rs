@@ -49,13 +49,14 @@ pub struct Outbound {
 /// discovery and again before a grant: an absolute `http(s)` URL without
 /// user info; plain `http://` only to a host the tenant's `egress_allow`
 /// names (or loopback, when the operator allows it), since the client
-/// secret and the code travel to it; and no address the egress policy
-/// refuses as written. No name is resolved here: the connection judges the
-/// addresses a name resolves to.
+/// secret and the code travel to it. Which addresses it may reach is judged
+/// when a request is made, and a refusal then reads as "unreachable", like
+/// a closed port: a profile write must not tell a caller which internal
+/// addresses answer.
 pub fn provider_url(out: &Outbound, raw: &str) -> Result<url::Url, String> {
     let url = url::Url::parse(raw.trim()).map_err(|e| format!("{raw:?} is not a URL ({e})"))?;
     out.egress
-        .admit(&out.rules, &url, true)
+        .admit_form(&out.rules, &url, true)
         .map_err(|e| match e {
             EgressError::InvalidUrl => format!(
                 "{raw:?} must be an http:// or https:// URL with a host and without credentials"
@@ -63,9 +64,7 @@ pub fn provider_url(out: &Outbound, raw: &str) -> Result<url::Url, String> {
             EgressError::PlainCredentials => format!(
                 "{raw:?} must be https (plain http only to a host the tenant's egress_allow names)"
             ),
-            _ => format!(
-                "{raw:?} is not allowed by the egress policy (not a public address, and the tenant's egress_allow does not name it)"
-            ),
+            other => format!("{raw:?}: {other}"),
         })?;
     Ok(url)
 }
