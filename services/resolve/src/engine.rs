@@ -626,10 +626,13 @@ async fn connection(
     target: &UpstreamTarget,
 ) -> Result<Arc<Connection>, FetchError> {
     let mut guard = state.conn.lock().await;
-    if let Some(c) = guard.as_ref()
-        && !c.is_closed()
-    {
-        return Ok(c.clone());
+    if let Some(c) = guard.as_ref() {
+        if !c.is_closed() && c.opened_under(&target.rules) {
+            return Ok(c.clone());
+        }
+        // The tenant's egress rules changed since it was opened: what the
+        // new rules refuse must not stay reachable through it.
+        c.close();
     }
     let weak_inner: Weak<Inner> = Arc::downgrade(inner);
     let weak_state: Weak<SessionState> = Arc::downgrade(state);

@@ -29,6 +29,8 @@ use pinfold_resolve_check::prepared::TOOL_RESOLUTION;
 pub(crate) struct Connection {
     service: RunningService<RoleClient, Handler>,
     url: String,
+    /// The egress rules it was opened under.
+    rules: pinfold_egress::Rules,
     /// The `subscriptions/listen` task of a 2026-07-28 connection.
     listener: Option<tokio::task::JoinHandle<()>>,
     /// Ends every HTTP request of this connection ([`Cancellable`]).
@@ -135,6 +137,7 @@ impl Connection {
         Ok(Connection {
             service,
             url: target.url.clone(),
+            rules: target.rules.clone(),
             listener,
             http,
             direct,
@@ -217,6 +220,12 @@ impl Connection {
     /// again).
     pub(crate) fn is_closed(&self) -> bool {
         self.service.peer().is_transport_closed()
+    }
+
+    /// Whether it was opened under `rules` (a tenant whose allow-list
+    /// changed gets a new connection, made under the new rules).
+    pub(crate) fn opened_under(&self, rules: &pinfold_egress::Rules) -> bool {
+        self.rules == *rules
     }
 
     /// Closes the connection (ends the upstream session) in the background.
