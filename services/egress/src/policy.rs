@@ -116,7 +116,7 @@ impl AllowList {
     /// suffix pattern).
     pub fn names_host(&self, host: &str) -> bool {
         let h = host.trim_end_matches('.').to_ascii_lowercase();
-        self.hosts.iter().any(|x| *x == h)
+        self.hosts.binary_search(&h).is_ok()
             || self
                 .suffixes
                 .iter()
