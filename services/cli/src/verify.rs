@@ -24,6 +24,8 @@ use reqwest::Method;
 use reqwest::header::HeaderMap;
 use serde_json::{Value, json};
 
+use pinfold_mcp_client::ClientProfile;
+
 use crate::capture::{Captured, HeaderArg, Target, capture};
 use crate::progress::Progress;
 use crate::remote::{Remote, RemoteError, Reply, Token};
@@ -106,6 +108,16 @@ pub struct VerifyArgs {
     /// Seconds to wait for Pinfold and for the MCP server.
     #[arg(long, value_name = "SECS", default_value_t = 30)]
     pub timeout: u64,
+    /// The capabilities the client advertises to the MCP server, as
+    /// `pinfold capture --client-capabilities`: default (roots with
+    /// listChanged, sampling, elicitation, the tool-resolution extension),
+    /// none, or a JSON file.
+    #[arg(
+        long = "client-capabilities",
+        value_name = "none|default|FILE.json",
+        default_value = "default"
+    )]
+    pub client_capabilities: String,
 }
 
 /// A failure with its exit code and one line for stderr.
@@ -250,7 +262,7 @@ fn table(rows: &[[String; 4]]) -> String {
 fn render_table(report: &Value) -> String {
     let str_of = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
     let mut out = format!(
-        "Checked {} against {} {} ({}, {}) in {} mode\nObserved: {}\n\n",
+        "Checked {} against {} {} ({}, {}) in {} mode\nObserved: {}\n",
         str_of(report, "against"),
         str_of(report, "server"),
         str_of(report, "version"),
@@ -259,6 +271,10 @@ fn render_table(report: &Value) -> String {
         str_of(report, "mode"),
         str_of(report, "observed"),
     );
+    if let Some(p) = report["client_capabilities"]["profile"].as_str() {
+        out.push_str(&format!("Client capabilities: {p}\n"));
+    }
+    out.push('\n');
     let violations = report["violations"].as_array().cloned().unwrap_or_default();
     let notices = report["notices"].as_array().cloned().unwrap_or_default();
     if !violations.is_empty() || !notices.is_empty() {
@@ -343,6 +359,8 @@ async fn verify(args: VerifyArgs, progress: &mut Progress<'_>) -> Result<(i32, V
     if args.timeout == 0 {
         return Err(usage("--timeout must be at least 1 second".into()));
     }
+    let profile =
+        ClientProfile::parse(&args.client_capabilities).map_err(|e| usage(e.to_string()))?;
     let target = match (&args.against, &args.command) {
         (Some(u), _) => Target::http(u, &args.headers),
         (None, Some(c)) => Target::stdio(c, &args.headers),
@@ -396,7 +414,11 @@ async fn verify(args: VerifyArgs, progress: &mut Progress<'_>) -> Result<(i32, V
             ),
         ));
     }
-    let captured = capture(&target, timeout, progress)
+    progress.line(&format!(
+        "verify: client capabilities: {}",
+        profile.describe()
+    ));
+    let captured = capture(&target, timeout, &profile, progress)
         .await
         .map_err(|e| Stop(exit::MCP_SERVER, e.to_string()))?;
     for n in &captured.notes {
@@ -419,6 +441,7 @@ async fn verify(args: VerifyArgs, progress: &mut Progress<'_>) -> Result<(i32, V
     report["against"] = json!(captured.label);
     report["protocol_version"] = json!(captured.protocol_version);
     report["observed"] = json!(captured.summary());
+    report["client_capabilities"] = captured.profile.record();
     let code = if fails {
         exit::NOT_CONFORMANT
     } else {

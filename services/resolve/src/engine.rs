@@ -330,7 +330,14 @@ impl Engine {
             .build();
         Engine {
             inner: Arc::new(Inner {
-                pool: Pool::new(cfg.egress.clone(), cfg.max_response_bytes),
+                // Half the exchange's time for the `server/discover` probe:
+                // a silent probe still leaves room for `initialize` and
+                // the call.
+                pool: Pool::new(
+                    cfg.egress.clone(),
+                    cfg.max_response_bytes,
+                    cfg.upstream_timeout / 2,
+                ),
                 cfg,
                 cache,
                 stats,

@@ -64,4 +64,14 @@ pub struct CaptureArgs {
     /// Seconds to wait for the server to connect and for each answer.
     #[arg(long, value_name = "SECS", default_value_t = 30)]
     pub timeout: u64,
+    /// The capabilities the client advertises, which decide what some
+    /// servers list: default (roots with listChanged, sampling,
+    /// elicitation and the tool-resolution extension, as mainstream clients
+    /// advertise), none, or a JSON file holding the capabilities object.
+    #[arg(
+        long = "client-capabilities",
+        value_name = "none|default|FILE.json",
+        default_value = "default"
+    )]
+    pub client_capabilities: String,
 }

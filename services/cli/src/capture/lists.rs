@@ -7,6 +7,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use pinfold_core::draft::{Origin, ServerInfo};
+use pinfold_mcp_client::stdio::StopTimes;
+use pinfold_mcp_client::{ClientProfile, Negotiation};
 use rmcp::model::{
     ClientRequest, ErrorCode, ListPromptsRequest, ListResourceTemplatesRequest,
     ListResourcesRequest, ListToolsRequest, PaginatedRequestParams,
@@ -83,6 +85,10 @@ pub struct Captured {
     /// Things worth saying about the capture (a list the server advertises
     /// but does not answer, ...).
     pub notes: Vec<String>,
+    /// The capabilities the client advertised.
+    pub profile: ClientProfile,
+    /// How the protocol was chosen.
+    pub negotiation: Negotiation,
 }
 
 impl Captured {
@@ -105,17 +111,19 @@ impl Captured {
     }
 }
 
-/// Connects to `target`, runs every list it advertises and disconnects.
+/// Connects to `target` advertising `profile`, runs every list it
+/// advertises and disconnects.
 pub async fn capture(
     target: &Target,
     timeout: Duration,
+    profile: &ClientProfile,
     progress: &mut Progress<'_>,
 ) -> Result<Captured, CaptureError> {
     let label = target.label();
     let session = progress
         .run(
             &format!("capture: connecting to {label}"),
-            connect(target, timeout),
+            connect(target, timeout, profile),
         )
         .await
         .map_err(|e| match target {
@@ -126,7 +134,9 @@ pub async fn capture(
     let Session { service, child, .. } = session;
     let _ = service.cancel().await;
     if let Some(c) = child {
-        c.stop().await;
+        // Its stdin is closed by now: it may exit by itself; then its
+        // whole process group is stopped.
+        c.stop(StopTimes::default()).await;
     }
     // Every error, whichever layer wrote it (reqwest names the full URL in
     // its own), is shown without the URL's query or credentials.
@@ -244,6 +254,8 @@ async fn capture_lists(
         origin,
         lists: Value::Object(lists),
         notes,
+        profile: session.service.service().profile.clone(),
+        negotiation: session.negotiation.clone(),
     })
 }
 

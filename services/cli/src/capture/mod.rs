@@ -33,8 +33,10 @@
 //!   fills it.
 //! - `http`: the Streamable HTTP client that posts the list requests
 //!   itself and fills the record.
-//! - `child`: the local server a stdio capture starts.
-//! - `session`: the MCP client and its handshake over either transport.
+//! - `session`: the MCP client (advertising a capability profile) and its
+//!   handshake over either transport, through `pinfold_mcp_client::open`
+//!   (the `server/discover` probe, else `initialize`); a stdio server runs
+//!   in its own process group (`pinfold_mcp_client::stdio`).
 //! - `error`: why a capture failed, shown without credentials.
 //! - `lists`: a live capture: every advertised list, page by page.
 //! - `merge`: reading the `--merge` files.
@@ -42,7 +44,6 @@
 //! - `run`: `pinfold capture` from arguments to exit code.
 
 mod args;
-mod child;
 mod error;
 mod http;
 mod lists;
@@ -56,5 +57,5 @@ mod target;
 pub use args::{CaptureArgs, exit};
 pub use error::CaptureError;
 pub use lists::{Captured, capture};
-pub use run::run;
+pub use run::{CAPTURE_META, recorded_profiles, run};
 pub use target::{HeaderArg, Target, parse_header};

@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use pinfold_core::card::{Limits, ServerCard};
 use pinfold_core::draft::{self, Capture, Origin, Overrides, ServerInfo};
-use serde_json::json;
+use pinfold_mcp_client::{ClientProfile, Negotiation};
+use serde_json::{Value, json};
 
 use super::args::{CaptureArgs, exit};
 use super::lists::capture;
@@ -47,6 +48,10 @@ pub async fn run(
     if args.timeout == 0 {
         return usage(progress, "--timeout must be at least 1 second");
     }
+    let profile = match ClientProfile::parse(&args.client_capabilities) {
+        Ok(p) => p,
+        Err(e) => return usage(progress, &e.to_string()),
+    };
     let mut files = Vec::new();
     for p in &args.merge {
         match load_merge_file(p) {
@@ -74,7 +79,7 @@ pub async fn run(
         }
     }
     let captured = match &target {
-        Some(t) => match capture(t, Duration::from_secs(args.timeout), progress).await {
+        Some(t) => match capture(t, Duration::from_secs(args.timeout), &profile, progress).await {
             Ok(c) => Some(c),
             Err(e) => {
                 progress.line(&format!("pinfold capture: {e}"));
@@ -84,6 +89,15 @@ pub async fn run(
         None => None,
     };
     if let Some(c) = &captured {
+        progress.line(&format!(
+            "capture: client capabilities: {}",
+            c.profile.describe()
+        ));
+        if let Negotiation::Fallback(why) = &c.negotiation {
+            progress.line(&format!(
+                "capture: {why}: the handshake fell back to initialize"
+            ));
+        }
         progress.line(&format!("capture: {}: {}", c.label, c.summary()));
         for n in &c.notes {
             progress.line(&format!("capture: note: {n}"));
@@ -176,6 +190,17 @@ pub async fn run(
             }
         }
     };
+    // The capability profiles the lists were captured under: this
+    // capture's and those the --merge cards record.
+    let mut profiles: Vec<Value> = captured.iter().map(|c| c.profile.record()).collect();
+    for f in &files {
+        for p in f.card().map(recorded_profiles).unwrap_or_default() {
+            if !profiles.contains(&p) {
+                profiles.push(p);
+            }
+        }
+    }
+    let card = with_profiles(card, profiles);
     let verdict = ServerCard::from_value(&card, &limits);
     match &args.out {
         Some(path) => {
@@ -195,11 +220,12 @@ pub async fn run(
         .map_or("stdout".to_owned(), |p| p.display().to_string());
     match verdict {
         Ok(c) => {
+            let tools = c.signature.tools.len();
             progress.line(&format!(
-                "capture: wrote the draft card {} {} to {whereto} ({} tools; digest {})",
+                "capture: wrote the draft card {} {} to {whereto} ({tools} {}; digest {})",
                 c.name,
                 c.version,
-                c.signature.tools.len(),
+                if tools == 1 { "tool" } else { "tools" },
                 c.digest()
             ));
             Ok(exit::OK)
@@ -215,4 +241,37 @@ pub async fn run(
             Ok(exit::INVALID_DRAFT)
         }
     }
+}
+
+/// The `_meta` key under which a draft card records how it was captured.
+pub const CAPTURE_META: &str = "io.github.pinfold/capture";
+
+/// The profiles a card records (`_meta["io.github.pinfold/capture"]
+/// .clientCapabilities`), none when it records none.
+pub fn recorded_profiles(card: &serde_json::Map<String, Value>) -> Vec<Value> {
+    card.get("_meta")
+        .and_then(|m| m.get(CAPTURE_META))
+        .and_then(|c| c.get("clientCapabilities"))
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// `card` recording `profiles` (the card's other `_meta` members kept).
+fn with_profiles(mut card: Value, profiles: Vec<Value>) -> Value {
+    if profiles.is_empty() {
+        return card;
+    }
+    if let Some(obj) = card.as_object_mut() {
+        let meta = obj
+            .entry("_meta")
+            .or_insert_with(|| Value::Object(serde_json::Map::new()));
+        if let Some(m) = meta.as_object_mut() {
+            m.insert(
+                CAPTURE_META.to_owned(),
+                json!({"clientCapabilities": profiles}),
+            );
+        }
+    }
+    card
 }

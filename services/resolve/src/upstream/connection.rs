@@ -1,17 +1,14 @@
-//! One MCP connection to an upstream: opened through rmcp (2026-07-28
-//! `server/discover` when the server offers it, else the 2025-11-25
-//! `initialize` handshake), its resolve calls (through rmcp on a
+//! One MCP connection to an upstream: opened through
+//! `pinfold_mcp_client::open` (2026-07-28 `server/discover` when the server
+//! offers it, else the 2025-11-25 `initialize` handshake), its resolve calls (through rmcp on a
 //! 2025-11-25 connection, through [`Direct`] on a sessionless one), its
 //! `subscriptions/listen` stream, and its closing.
 
 use rmcp::RoleClient;
 use rmcp::model::{
-    ClientRequest, CustomRequest, ProtocolVersion, ServerNotification, ServerResult,
-    SubscriptionFilter,
+    ClientRequest, CustomRequest, ServerNotification, ServerResult, SubscriptionFilter,
 };
-use rmcp::service::{
-    ClientInitializeError, ClientLifecycleMode, ClientServiceExt, RunningService, ServiceError,
-};
+use rmcp::service::{RunningService, ServiceError};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde_json::{Map, Value};
@@ -73,27 +70,18 @@ impl Connection {
             info: client_info(),
             on_list_changed: on_list_changed.clone(),
         };
-        let failed = |e: ClientInitializeError| FetchError::Transport {
-            detail: redact(&e, &format!("initialize failed: {e}"), &target.url),
-            retry_after: retry_after_in(&e),
+        let failed = |e: pinfold_mcp_client::OpenError| FetchError::Transport {
+            detail: redact(e.cause(), &format!("initialize failed: {e}"), &target.url),
+            retry_after: retry_after_in(e.cause()),
         };
-        // 2026-07-28 (no protocol session) when the server offers it,
-        // otherwise the `initialize` handshake of 2025-11-25. rmcp's Auto
-        // mode falls back by itself when the server does not know
-        // `server/discover`; a server that knows it but offers only older
-        // versions is asked again with `initialize`.
-        let lifecycle = ClientLifecycleMode::Auto {
-            preferred_versions: vec![ProtocolVersion::V_2026_07_28],
-            legacy_version: Some(ProtocolVersion::V_2025_11_25),
-        };
-        let service = match handler().serve_with_lifecycle(transport(), lifecycle).await {
-            Ok(s) => s,
-            Err(ClientInitializeError::NoCompatibleProtocolVersion { .. }) => handler()
-                .serve_with_lifecycle(transport(), ClientLifecycleMode::Initialize)
-                .await
-                .map_err(failed)?,
-            Err(e) => return Err(failed(e)),
-        };
+        // The connection setup Pinfold shares with capture and verify: the
+        // 2026-07-28 `server/discover` probe, and `initialize` on 2025-11-25
+        // for anything but a valid discover result (an error, `{}`, another
+        // shape, no answer within the probe budget).
+        let service = pinfold_mcp_client::open(handler(), transport(), pool.probe_budget)
+            .await
+            .map_err(failed)?
+            .service;
         let modern = service
             .peer()
             .peer_info()
@@ -266,6 +254,7 @@ mod tests {
             let pool = Pool::new(
                 pinfold_egress::Egress::new(pinfold_egress::EgressConfig::default()),
                 1 << 20,
+                Duration::from_secs(2),
             );
             let target = UpstreamTarget {
                 url: up.url(),

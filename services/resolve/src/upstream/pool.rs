@@ -3,10 +3,11 @@
 //! rules (so the address policy judges every address connected to), after
 //! the URL itself is admitted (an IP literal is judged before anything is
 //! sent; credentials go over plain http only where the allow-list names
-//! the host); and the bound on every answer's size that connections
-//! opened from it apply.
+//! the host); the bound on every answer's size that connections opened
+//! from it apply; and how long their `server/discover` probe waits.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use pinfold_egress::Egress;
 
@@ -17,13 +18,20 @@ use super::target::UpstreamTarget;
 pub(crate) struct Pool {
     egress: Arc<Egress>,
     pub(super) max_response_bytes: usize,
+    /// How long the `server/discover` probe of a new connection waits.
+    pub(super) probe_budget: Duration,
 }
 
 impl Pool {
-    pub(crate) fn new(egress: Arc<Egress>, max_response_bytes: usize) -> Self {
+    pub(crate) fn new(
+        egress: Arc<Egress>,
+        max_response_bytes: usize,
+        probe_budget: Duration,
+    ) -> Self {
         Self {
             egress,
             max_response_bytes,
+            probe_budget,
         }
     }
 
