@@ -27,14 +27,14 @@ const UPSTREAM: &str = env!("CARGO_BIN_EXE_example-upstream-e2e");
 const NAME: &str = "io.github.pinfold/capture-e2e";
 const SECRET: &str = "s3cret-header-value";
 
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
+pub(crate) struct Run {
+    pub(crate) code: i32,
+    pub(crate) stdout: String,
+    pub(crate) stderr: String,
 }
 
 impl Run {
-    fn json(&self) -> Value {
+    pub(crate) fn json(&self) -> Value {
         serde_json::from_str(&self.stdout).unwrap_or_else(|e| {
             panic!(
                 "stdout is not JSON ({e}): {}\nstderr: {}",
@@ -44,7 +44,7 @@ impl Run {
     }
 
     #[track_caller]
-    fn expect(&self, code: i32) -> &Run {
+    pub(crate) fn expect(&self, code: i32) -> &Run {
         assert_eq!(
             self.code, code,
             "exit code\nstdout: {}\nstderr: {}",
@@ -55,7 +55,7 @@ impl Run {
 }
 
 /// Runs the `pinfold` command line; `PINFOLD_TOKEN` only when given in `env`.
-async fn pinfold<S: AsRef<std::ffi::OsStr>>(args: &[S], env: &[(&str, &str)]) -> Run {
+pub(crate) async fn pinfold<S: AsRef<std::ffi::OsStr>>(args: &[S], env: &[(&str, &str)]) -> Run {
     let mut cmd = tokio::process::Command::new(PINFOLD);
     cmd.args(args)
         .env_remove("PINFOLD_TOKEN")
@@ -872,7 +872,7 @@ impl Published {
 
 /// Publishes `card` as is (the registry's own validation); approves it
 /// when asked. Returns the digest.
-async fn publish(app: &TestApp, card: &Value, approve: bool) -> String {
+pub(crate) async fn publish(app: &TestApp, card: &Value, approve: bool) -> String {
     let path = format!(
         "/v1/tenants/{}/servers/{}/versions/{}",
         app.tenant,

@@ -9,6 +9,7 @@ mod faults;
 mod input;
 mod isolation;
 mod limits;
+mod mcp_peers;
 mod ops;
 mod publish;
 mod registry;
