@@ -797,3 +797,37 @@ pub async fn serve_local(service: impl Served) -> String {
     serve_on(listener, service);
     format!("http://{addr}")
 }
+
+/// The live (not zombie) processes of process group `pgid`, as
+/// "pid comm state", read from `/proc` (Linux).
+pub fn process_group_members(pgid: i32) -> Vec<String> {
+    let mut out = Vec::new();
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return out;
+    };
+    for entry in dir.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .filter(|n| n.bytes().all(|b| b.is_ascii_digit()))
+        else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        // "pid (comm) state ppid pgrp ...": comm may hold spaces and ')'.
+        let Some((head, rest)) = stat.rsplit_once(')') else {
+            continue;
+        };
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        let (Some(state), Some(pgrp)) = (fields.first(), fields.get(2)) else {
+            continue;
+        };
+        if *state != "Z" && pgrp.parse::<i32>().ok() == Some(pgid) {
+            let comm = head.split_once('(').map_or("", |(_, c)| c);
+            out.push(format!("{pid} {comm} {state}"));
+        }
+    }
+    out
+}

@@ -702,6 +702,55 @@ async fn a_failure_while_listing_never_shows_the_urls_secrets() {
     }
 }
 
+/// A `--command` that is a wrapper: it forks the real server (which
+/// ignores SIGTERM) and a helper, and never answers the handshake. When
+/// the handshake times out, the whole process group goes, not only the
+/// wrapper.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wrapper_whose_server_hangs_the_handshake_leaves_no_process_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let pid_file = dir.path().join("wrapper.pid");
+    let script = dir.path().join("wrapper.sh");
+    std::fs::write(
+        &script,
+        "#!/bin/sh\necho $$ > \"$1\"\n(trap '' TERM; exec sleep 300) &\necho $! >> \"$1\"\nsleep 300 &\necho $! >> \"$1\"\nwait\n",
+    )
+    .unwrap();
+    let command = format!("sh {} {}", script.display(), pid_file.display());
+    let started = std::time::Instant::now();
+    let r = pinfold(&["capture", "--command", &command, "--timeout", "2"], &[]).await;
+    r.expect(3);
+    assert!(
+        r.stderr
+            .contains("did not complete the MCP handshake within 2 s"),
+        "{}",
+        r.stderr
+    );
+    assert!(started.elapsed() < Duration::from_secs(20));
+    let pids: Vec<i32> = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .lines()
+        .map(|l| l.trim().parse().unwrap())
+        .collect();
+    assert_eq!(pids.len(), 3, "the wrapper and the two processes it forked");
+    // None of them runs any more (gone, or a zombie awaiting its reaper)...
+    for pid in &pids {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        let state = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().next())
+            .unwrap_or("gone");
+        assert!(
+            matches!(state, "gone" | "Z"),
+            "process {pid} still runs: {stat}"
+        );
+    }
+    // ...and the wrapper led its own group (its pid is the group's id),
+    // of which nothing is left.
+    let left = process_group_members(pids[0]);
+    assert!(left.is_empty(), "left behind: {left:?}");
+}
+
 // --------------------------------------------------- TypeScript SDK peer
 
 struct TsPeer {
