@@ -2,6 +2,7 @@
 
 use std::io::Write;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::{Context as _, bail};
 use clap::{Args, Parser, Subcommand};
@@ -112,44 +113,97 @@ impl DbArgs {
     }
 }
 
+/// The exit status of a command whose stdout was closed under it (the
+/// reader of a pipe went away, as `head` does): 128 + `SIGPIPE`, what a
+/// shell reports for a program that signal ended.
+pub const EXIT_BROKEN_PIPE: i32 = 141;
+
+/// Set once a write to stdout failed with a closed pipe.
+static STDOUT_CLOSED: AtomicBool = AtomicBool::new(false);
+
+/// The process's stdout, noting a closed pipe (the command then ends with
+/// [`EXIT_BROKEN_PIPE`], whatever it was about to say).
+pub struct Stdout;
+
+impl Stdout {
+    fn noted<T>(r: std::io::Result<T>) -> std::io::Result<T> {
+        if let Err(e) = &r
+            && e.kind() == std::io::ErrorKind::BrokenPipe
+        {
+            STDOUT_CLOSED.store(true, Ordering::SeqCst);
+        }
+        r
+    }
+}
+
+impl Write for Stdout {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        Self::noted(std::io::stdout().write(buf))
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Self::noted(std::io::stdout().flush())
+    }
+}
+
+/// The process's stderr; a failed write is dropped: there is nowhere left
+/// to report it (a closed pipe, `2>&1 | head`), and it must not end the
+/// command or panic as `eprintln!` does.
+pub struct Stderr;
+
+impl Write for Stderr {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let _ = std::io::stderr().write_all(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        let _ = std::io::stderr().flush();
+        Ok(())
+    }
+}
+
 /// Runs a parsed command line; returns the process exit code.
 pub async fn run(cli: Cli) -> anyhow::Result<i32> {
     match cli.command {
         Command::Serve(args) => serve(args).await,
         Command::Migrate(args) => migrate(args).await,
-        Command::Token(args) => token(args, &mut std::io::stdout()),
-        Command::Openapi(args) => openapi(args, &mut std::io::stdout()),
-        Command::Signature(cmd) => {
-            crate::signature_cmd::run(cmd, &mut std::io::stdout(), &mut std::io::stderr())
-        }
-        Command::Publish(args) => {
-            pinfold_cli::publish::run(args, &mut std::io::stdout(), &mut std::io::stderr()).await
-        }
+        Command::Token(args) => token(args, &mut Stdout),
+        Command::Openapi(args) => openapi(args, &mut Stdout),
+        Command::Signature(cmd) => crate::signature_cmd::run(cmd, &mut Stdout, &mut Stderr),
+        Command::Publish(args) => pinfold_cli::publish::run(args, &mut Stdout, &mut Stderr).await,
         Command::Capture(args) => {
-            let mut err = std::io::stderr();
+            let mut err = Stderr;
             let terminal = pinfold_cli::progress::Progress::stderr_is_terminal();
             let mut progress = pinfold_cli::progress::Progress::new(&mut err, terminal);
-            pinfold_cli::capture::run(args, &mut std::io::stdout(), &mut progress).await
+            pinfold_cli::capture::run(args, &mut Stdout, &mut progress).await
         }
         Command::Verify(args) => {
-            let mut err = std::io::stderr();
+            let mut err = Stderr;
             let terminal = pinfold_cli::progress::Progress::stderr_is_terminal();
             let mut progress = pinfold_cli::progress::Progress::new(&mut err, terminal);
-            pinfold_cli::verify::run(args, &mut std::io::stdout(), &mut progress).await
+            pinfold_cli::verify::run(args, &mut Stdout, &mut progress).await
         }
     }
 }
 
 /// What `main` does with a parsed command line: runs it and returns the
 /// process exit code; an error is printed on one line with its whole
-/// cause chain and exits 2.
+/// cause chain and exits 2. A closed stdout ends the command quietly with
+/// [`EXIT_BROKEN_PIPE`] (never a panic, never the usage code).
 pub async fn exit_code(cli: Cli) -> i32 {
-    match run(cli).await {
+    let code = match run(cli).await {
         Ok(code) => code,
+        Err(_) if STDOUT_CLOSED.load(Ordering::SeqCst) => EXIT_BROKEN_PIPE,
         Err(e) => {
-            eprintln!("pinfold: {e:#}");
+            let _ = writeln!(Stderr, "pinfold: {e:#}");
             2
         }
+    };
+    if STDOUT_CLOSED.load(Ordering::SeqCst) {
+        EXIT_BROKEN_PIPE
+    } else {
+        code
     }
 }
 
@@ -167,7 +221,10 @@ async fn serve(args: ServeArgs) -> anyhow::Result<i32> {
     let cfg = serve_config(&args)?;
     let telemetry = crate::telemetry::init(&cfg.telemetry, cfg.log_format())?;
     for var in crate::config::unknown_env_vars() {
-        eprintln!("pinfold: warning: ignoring {var}: it names no setting");
+        let _ = writeln!(
+            Stderr,
+            "pinfold: warning: ignoring {var}: it names no setting"
+        );
     }
     let db = match cfg.backend()? {
         crate::config::Backend::Sqlite(u) => u,
@@ -195,7 +252,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<i32> {
     };
     let running = crate::serve::start(cfg, None).await?;
     let base = format!("http://{}", running.addr);
-    let mut out = std::io::stdout().lock();
+    let mut out = Stdout;
     writeln!(
         out,
         "Pinfold {} listening on {base}",
@@ -248,11 +305,10 @@ async fn serve(args: ServeArgs) -> anyhow::Result<i32> {
     }
     writeln!(out, "\nPress Ctrl-C to stop.")?;
     out.flush()?;
-    drop(out);
     running.wait().await?;
     // Export the last spans and metrics before exiting.
     tokio::task::spawn_blocking(move || telemetry.shutdown()).await?;
-    eprintln!("Pinfold stopped.");
+    let _ = writeln!(Stderr, "Pinfold stopped.");
     Ok(0)
 }
 
@@ -268,18 +324,25 @@ async fn migrate(args: DbArgs) -> anyhow::Result<i32> {
     let store = crate::store::Store::open(&cfg).await?;
     let pending = store.pending_migrations().await?;
     if pending.is_empty() {
-        println!(
+        writeln!(
+            Stdout,
             "Database is up to date ({}); nothing to apply.",
             store.kind()
-        );
+        )?;
     } else {
-        eprintln!("Applying {} migration(s): {:?}", pending.len(), pending);
+        let _ = writeln!(
+            Stderr,
+            "Applying {} migration(s): {:?}",
+            pending.len(),
+            pending
+        );
         store.migrate(None).await.context("applying migrations")?;
-        println!(
+        writeln!(
+            Stdout,
             "Applied {} migration(s) to the {} database.",
             pending.len(),
             store.kind()
-        );
+        )?;
     }
     store.close().await;
     Ok(0)
@@ -331,7 +394,8 @@ pub fn openapi(args: OpenapiArgs, out: &mut dyn Write) -> anyhow::Result<i32> {
                 writeln!(out, "{} is up to date", path.display())?;
                 Ok(0)
             } else {
-                eprintln!(
+                let _ = writeln!(
+                    Stderr,
                     "{} differs from the generated OpenAPI document; regenerate it with `cargo run -p pinfold-server -- openapi > {}`",
                     path.display(),
                     path.display()

@@ -62,6 +62,9 @@ pub enum Failure {
     Input(String),
     /// The document is not a valid server card / observation.
     Invalid(ValidationErrors),
+    /// Stdout could not be written (a closed pipe ends the command
+    /// quietly, never as a usage error).
+    Output(anyhow::Error),
 }
 
 fn read_json(path: &Path) -> Result<Value, Failure> {
@@ -91,13 +94,13 @@ pub fn run(cmd: SignatureCommand, out: &mut dyn Write, err: &mut dyn Write) -> a
         SignatureCommand::Digest(a) => {
             let doc = read_json(&a.file)?;
             let report = pinfold_core::ops::digest_document(&doc).map_err(Failure::Invalid)?;
-            pretty(out, &report).map_err(|e| Failure::Input(e.to_string()))?;
+            pretty(out, &report).map_err(Failure::Output)?;
             Ok(0)
         }
         SignatureCommand::Reduce(a) => {
             let doc = read_json(&a.file)?;
             let tools = pinfold_core::ops::reduce_document(&doc).map_err(Failure::Invalid)?;
-            pretty(out, &tools).map_err(|e| Failure::Input(e.to_string()))?;
+            pretty(out, &tools).map_err(Failure::Output)?;
             Ok(0)
         }
         SignatureCommand::Verify(a) => {
@@ -111,19 +114,20 @@ pub fn run(cmd: SignatureCommand, out: &mut dyn Write, err: &mut dyn Write) -> a
             let observed = read_json(&a.observed)?;
             let report =
                 pinfold_core::ops::verify(&sig, &observed, mode).map_err(Failure::Invalid)?;
-            pretty(out, &report).map_err(|e| Failure::Input(e.to_string()))?;
+            pretty(out, &report).map_err(Failure::Output)?;
             Ok(if report.fails() { 1 } else { 0 })
         }
         SignatureCommand::Diff(a) => {
             let old = read_json(&a.old)?;
             let new = read_json(&a.new)?;
             let diff = pinfold_core::ops::diff(&old, &new).map_err(Failure::Invalid)?;
-            pretty(out, &diff).map_err(|e| Failure::Input(e.to_string()))?;
+            pretty(out, &diff).map_err(Failure::Output)?;
             Ok(0)
         }
     })();
     match result {
         Ok(code) => Ok(code),
+        Err(Failure::Output(e)) => Err(e),
         Err(Failure::Input(reason)) => {
             writeln!(err, "pinfold: {reason}").context("writing stderr")?;
             Ok(2)

@@ -137,3 +137,38 @@ fn with_env_in_child(name: &str, f: impl FnOnce()) {
         .unwrap();
     assert!(status.success(), "child run failed");
 }
+
+/// `pinfold openapi | head -c 10`, and the same with `2>&1`: the reader
+/// goes away after 10 bytes; the command ends quietly with 141 (128 +
+/// SIGPIPE, as a shell reports), never a panic (101) and never the usage
+/// code (2). The real binary, through a real pipe.
+#[test]
+fn a_closed_pipe_ends_the_command_quietly() {
+    use std::io::Read as _;
+    const PINFOLD: &str = env!("CARGO_BIN_EXE_pinfold-under-test");
+    for merged in [false, true] {
+        let (mut reader, writer) = std::io::pipe().unwrap();
+        let mut cmd = std::process::Command::new(PINFOLD);
+        cmd.arg("openapi").stdin(std::process::Stdio::null());
+        let stderr_file = tempfile::NamedTempFile::new().unwrap();
+        if merged {
+            cmd.stdout(writer.try_clone().unwrap()).stderr(writer);
+        } else {
+            cmd.stdout(writer).stderr(stderr_file.reopen().unwrap());
+        }
+        let mut child = cmd.spawn().unwrap();
+        drop(cmd);
+        let mut head = [0u8; 10];
+        reader.read_exact(&mut head).unwrap();
+        assert_eq!(&head[..1], b"{", "merged: {merged}");
+        drop(reader);
+        let status = child.wait().unwrap();
+        assert_eq!(
+            status.code(),
+            Some(pinfold_server::cli::EXIT_BROKEN_PIPE),
+            "merged: {merged}"
+        );
+        let stderr = std::fs::read_to_string(stderr_file.path()).unwrap();
+        assert!(stderr.is_empty(), "quietly: {stderr}");
+    }
+}
