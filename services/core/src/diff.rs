@@ -1,20 +1,26 @@
 //! Capability diff between two versions: what a reviewer reads.
 //!
 //! Every change is classified (the overall classification is the most
-//! serious one present: escalation, else reduction, else neutral):
+//! serious one present: escalation, else incompatible, else reduction,
+//! else neutral). The classes follow one rule shared with `verify`
+//! ([`violation_class`]): a change whose new side a live server would show
+//! and `verify` would flag against the old version is `escalation` when
+//! that violation is less safe, `incompatible` otherwise, and never
+//! `neutral`.
 //!
 //! | change | kind | class |
 //! |--------|------|-------|
 //! | tool / prompt / resource / template added | `tool_added`, `prompt_added`, `resource_added`, `resource_template_added` | escalation |
 //! | tool / prompt / resource / template removed | `tool_removed`, ... `_removed` | reduction |
 //! | annotation possibility added, more dangerous on some hint than every old possibility | `annotation_possibility_added` | escalation |
-//! | annotation possibility added, at most as dangerous as an old one | `annotation_possibility_added` | neutral |
+//! | annotation possibility added, at most as dangerous as an old one | `annotation_possibility_added` | incompatible |
 //! | annotation possibility removed | `annotation_possibility_removed` | reduction |
-//! | `_meta` policy hint value added beyond every old value (or a claim dropped) | `policy_hint_changed` | escalation |
-//! | `_meta` policy hint values otherwise changed | `policy_hint_changed` | reduction / neutral |
+//! | `_meta` policy hint: a value more severe than every old value, a claim where there was none, or a claim dropped | `policy_hint_changed` | escalation |
+//! | `_meta` policy hint: another value not among the old ones | `policy_hint_changed` | incompatible |
+//! | `_meta` policy hint: values only removed | `policy_hint_changed` | reduction |
 //! | scope added to / removed from a tool's envelope | `scope_added` / `scope_removed` | escalation / reduction |
-//! | `securitySchemes` alternatives changed (same envelope) | `security_schemes_changed` | neutral |
-//! | `inputSchema`, `outputSchema`, prompt `arguments` changed | `input_schema_changed`, `output_schema_changed`, `prompt_arguments_changed` | neutral |
+//! | `securitySchemes` alternatives changed (same envelope): one added / only removed | `security_schemes_changed` | incompatible (escalation for a scheme type not judged) / reduction |
+//! | `inputSchema`, `outputSchema`, prompt `arguments` changed | `input_schema_changed`, `output_schema_changed`, `prompt_arguments_changed` | incompatible |
 //! | `resolve` / `dynamicAnnotations`, description, title changed | `resolve_changed`, `dynamic_annotations_changed`, `description_changed`, `title_changed` | neutral |
 //! | card member changed (`remotes`, `repository`, ...; `version` ignored) | `card_field_changed` | neutral |
 //!
@@ -35,16 +41,48 @@ use crate::digest::canonical_bytes;
 use crate::error::{pointer_index, pointer_push};
 use crate::scope::tool_scopes;
 
-/// How a change affects what the server may do.
+/// How a change affects what the server may do, from the least serious.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Class {
-    /// Nothing less safe became possible, nothing was taken away.
+    /// Nothing a live server shows is checked differently: descriptions,
+    /// titles, card members, a claim made where there was none of a
+    /// hint's kind... never something `verify` flags.
     Neutral,
     /// Something was taken away.
     Reduction,
+    /// Not less safe, but a server showing it fails `verify` against the
+    /// old version (a schema changed, an annotation possibility no more
+    /// dangerous than an old one was added, a new security scheme
+    /// alternative within the envelope).
+    Incompatible,
     /// Something less safe became possible.
     Escalation,
+}
+
+impl Class {
+    /// The wire spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Class::Neutral => "neutral",
+            Class::Reduction => "reduction",
+            Class::Incompatible => "incompatible",
+            Class::Escalation => "escalation",
+        }
+    }
+}
+
+/// The class of a violation `verify` reports against a signature: the one
+/// rule `diff` classifies by too, so that a change whose new side `verify`
+/// would flag against the old version is never `neutral` (nor a
+/// reduction): `escalation` when the violation is less safe than anything
+/// declared, `incompatible` otherwise.
+pub fn violation_class(less_safe: bool) -> Class {
+    if less_safe {
+        Class::Escalation
+    } else {
+        Class::Incompatible
+    }
 }
 
 /// One change between two versions.
@@ -195,12 +233,10 @@ fn tool_changes(a: &SignatureTool, b: &SignatureTool, p: &str, out: &mut Out) {
             .possibilities
             .iter()
             .any(|x| nb.at_most_as_dangerous_as(x));
+        // `verify` against the old version flags it (annotation_not_declared),
+        // less safe exactly when it escalates.
         out.push(
-            if escalates {
-                Class::Escalation
-            } else {
-                Class::Neutral
-            },
+            violation_class(escalates),
             "annotation_possibility_added",
             if b.possibilities.len() > 1 {
                 pointer_index(&ap, k)
@@ -239,12 +275,16 @@ fn tool_changes(a: &SignatureTool, b: &SignatureTool, p: &str, out: &mut Out) {
             if olds == news {
                 return;
             }
+            // A value the old version does not declare is what `verify`
+            // flags (policy_hint_not_declared): less safe when the old
+            // version made no claim or the value is more severe than every
+            // old one.
+            let added: Vec<&u8> = news.iter().filter(|v| !olds.contains(v)).collect();
             let class = match present {
                 (true, false) => Class::Escalation,
-                (false, true) => Class::Neutral,
-                _ if news.iter().any(|v| !olds.contains(v) && exceeds(v, &olds)) => {
-                    Class::Escalation
-                }
+                _ if !added.is_empty() => violation_class(
+                    !present.0 || olds.is_empty() || added.iter().any(|v| exceeds(*v, &olds)),
+                ),
                 _ if olds.iter().any(|v| !news.contains(v)) => Class::Reduction,
                 _ => Class::Neutral,
             };
@@ -329,8 +369,25 @@ fn tool_changes(a: &SignatureTool, b: &SignatureTool, p: &str, out: &mut Out) {
         );
     }
     if sa.alternatives != sb.alternatives && sa.scopes == sb.scopes {
+        // A new alternative is what `verify` flags
+        // (security_scheme_not_declared): within the same envelope it is
+        // less safe only when of a scheme type Pinfold cannot judge.
+        let new_ones: Vec<&crate::card::SecurityScheme> = sb
+            .alternatives
+            .iter()
+            .filter(|x| !sa.alternatives.contains(x))
+            .collect();
+        let class = if new_ones.is_empty() {
+            Class::Reduction
+        } else {
+            violation_class(
+                new_ones
+                    .iter()
+                    .any(|x| matches!(x, crate::card::SecurityScheme::Other(_))),
+            )
+        };
         out.push(
-            Class::Neutral,
+            class,
             "security_schemes_changed",
             sp,
             name,
@@ -357,8 +414,10 @@ fn tool_changes(a: &SignatureTool, b: &SignatureTool, p: &str, out: &mut Out) {
         ),
     ] {
         if !schema_eq(x, y) {
+            // `verify` flags a listed tool whose schema differs from the
+            // declared one (input_schema_changed, output_schema_changed).
             out.push(
-                Class::Neutral,
+                violation_class(false),
                 kind,
                 pointer_push(p, key),
                 name,
@@ -492,7 +551,7 @@ fn named_items(old: &ServerCard, new: &ServerCard, out: &mut Out) {
                         let args = |v: &Value| v.get("arguments").map(canonical_bytes);
                         if args(a) != args(b) {
                             out.push(
-                                Class::Neutral,
+                                violation_class(false),
                                 "prompt_arguments_changed",
                                 pointer_push(&p, "arguments"),
                                 key,
@@ -566,6 +625,100 @@ mod tests {
         d.changes.iter().map(|c| (c.class, c.kind)).collect()
     }
 
+    /// The rule shared with `verify`: whatever `verify` flags when a live
+    /// server shows the new version against the old signature is a change
+    /// of the same item in the diff, of the class [`violation_class`]
+    /// gives that violation, and never neutral.
+    #[test]
+    fn a_change_verify_flags_is_never_neutral() {
+        let tool = |patch: Value| {
+            let mut t = json!({"name": "t", "inputSchema": {"type": "object"},
+                "annotations": {"readOnlyHint": false, "destructiveHint": true}});
+            if let Value::Object(m) = patch {
+                for (k, v) in m {
+                    t[k] = v;
+                }
+            }
+            t
+        };
+        let scheme = |scopes: &[&str]| json!({"type": "oauth2", "scopes": scopes});
+        let cases = [
+            (
+                tool(json!({})),
+                tool(json!({"inputSchema": {"type": "object", "required": ["x"]}})),
+            ),
+            (
+                tool(json!({})),
+                tool(json!({"outputSchema": {"type": "object"}})),
+            ),
+            (
+                tool(json!({})),
+                tool(json!({"annotations": [
+                    {"readOnlyHint": false, "destructiveHint": true},
+                    {"readOnlyHint": true}
+                ]})),
+            ),
+            (
+                tool(json!({"annotations": {"readOnlyHint": true}})),
+                tool(json!({"annotations": {"readOnlyHint": false, "destructiveHint": true}})),
+            ),
+            (
+                tool(json!({"_meta": {"mcp.dev/effect": "write"}})),
+                tool(json!({"_meta": {"mcp.dev/effect": ["read", "write"]}})),
+            ),
+            (
+                tool(json!({"_meta": {"mcp.dev/effect": "write"}})),
+                tool(json!({"_meta": {"mcp.dev/effect": "delete"}})),
+            ),
+            (
+                tool(json!({})),
+                tool(json!({"_meta": {"mcp.dev/effect": "read"}})),
+            ),
+            (
+                tool(json!({"securitySchemes": [scheme(&["a", "b"])]})),
+                tool(json!({"securitySchemes": [scheme(&["a", "b"]), scheme(&["a"])]})),
+            ),
+            (
+                tool(json!({"securitySchemes": [scheme(&["a"])]})),
+                tool(json!({"securitySchemes": [scheme(&["a", "b"])]})),
+            ),
+            (tool(json!({})), tool(json!({"description": "new words"}))),
+        ];
+        let mut flagged = 0;
+        for (i, (old_tool, new_tool)) in cases.into_iter().enumerate() {
+            let old = card(json!([old_tool]), Value::Null);
+            let new = card(json!([new_tool]), Value::Null);
+            let d = diff(&old, &new);
+            let obs = crate::contain::Observation::from_value(
+                &new.raw()["signature"],
+                &Limits::default(),
+            )
+            .unwrap();
+            let report = crate::contain::check(&old.signature, &obs, crate::Mode::Strict);
+            for v in &report.violations {
+                flagged += 1;
+                let class = violation_class(v.less_safe);
+                assert_ne!(class, Class::Neutral);
+                assert!(
+                    d.changes
+                        .iter()
+                        .any(|c| Some(&c.name) == v.name.as_ref() && c.class == class),
+                    "case {i}: verify flags {v:?} as {class:?}; the diff says {:?}",
+                    kinds(&d)
+                );
+                assert!(d.classification >= class, "case {i}");
+            }
+            if report.violations.is_empty() {
+                assert!(
+                    d.classification <= Class::Reduction,
+                    "case {i}: {:?}",
+                    kinds(&d)
+                );
+            }
+        }
+        assert!(flagged >= 9, "the cases exercise verify: {flagged}");
+    }
+
     #[test]
     fn identical_is_empty() {
         let a = card(json!([t(json!({"readOnlyHint": true}))]), Value::Null);
@@ -608,7 +761,7 @@ mod tests {
         let d = card(json!([t(json!([w]))]), Value::Null);
         assert_eq!(
             kinds(&diff(&d, &c)),
-            [(Class::Neutral, "annotation_possibility_added")]
+            [(Class::Incompatible, "annotation_possibility_added")]
         );
     }
 
@@ -633,7 +786,7 @@ mod tests {
                 (Class::Escalation, "policy_hint_changed"),
                 (Class::Escalation, "scope_added"),
                 (Class::Reduction, "scope_removed"),
-                (Class::Neutral, "input_schema_changed"),
+                (Class::Incompatible, "input_schema_changed"),
                 (Class::Neutral, "description_changed"),
             ]
         );

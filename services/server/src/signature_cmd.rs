@@ -1,8 +1,9 @@
 //! `pinfold signature digest|reduce|verify|diff`: the core semantics offline,
 //! for CI pipelines. Output is JSON on stdout in the same shapes as the HTTP
 //! API. Exit codes: 0 success, 1 not conformant (`verify` under a mode that
-//! fails), 2 unreadable or invalid input (with a one-line reason on stderr
-//! and, for invalid documents, `{"errors": [...]}` on stdout).
+//! fails) or, for `diff --fail-on`, a change at the threshold, 2 unreadable
+//! or invalid input (with a one-line reason on stderr and, for invalid
+//! documents, `{"errors": [...]}` on stdout).
 
 use std::io::{Read as _, Write};
 use std::path::{Path, PathBuf};
@@ -10,6 +11,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context as _;
 use clap::{Args, Subcommand};
 use pinfold_core::Mode;
+use pinfold_core::diff::Class;
 use pinfold_core::error::ValidationErrors;
 use serde::Serialize;
 use serde_json::Value;
@@ -23,7 +25,8 @@ pub enum SignatureCommand {
     Reduce(OneFile),
     /// Check an observed document (a tools/list result, or any of tools/prompts/resources/resourceTemplates) against a signature; exit 1 when not conformant.
     Verify(VerifyArgs),
-    /// Print the capability diff between two versions of a server card.
+    /// Print the capability diff between two versions of a server card; with --fail-on, exit 1 on a change at the threshold.
+    #[command(after_help = DIFF_EXIT_CODES)]
     Diff(DiffArgs),
 }
 
@@ -46,6 +49,19 @@ pub struct VerifyArgs {
     pub mode: String,
 }
 
+const DIFF_EXIT_CODES: &str = "\
+Each change is classed escalation (something less safe became possible),
+incompatible (not less safe, but a server showing it fails `pinfold verify`
+against the old version: a schema changed, ...), reduction or neutral; the
+diff's classification is the most serious.
+
+Exit codes:
+  0  printed; no change at the --fail-on threshold (always, without --fail-on)
+  1  --fail-on escalation: the diff has an escalation;
+     --fail-on change: it has a change that is not neutral (escalation,
+     incompatible or reduction)
+  2  a file cannot be read or is not a valid server card";
+
 /// `diff` arguments.
 #[derive(Debug, Clone, Args)]
 pub struct DiffArgs {
@@ -53,6 +69,29 @@ pub struct DiffArgs {
     pub old: PathBuf,
     /// The newer server card.
     pub new: PathBuf,
+    /// Exit 1 when the diff has an escalation (`escalation`), or any change
+    /// that is not neutral (`change`).
+    #[arg(long, value_name = "escalation|change")]
+    pub fail_on: Option<FailOn>,
+}
+
+/// What `diff --fail-on` fails on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum FailOn {
+    /// Something less safe became possible.
+    Escalation,
+    /// Any change that is not neutral.
+    Change,
+}
+
+impl FailOn {
+    /// Whether a diff of this classification fails.
+    pub fn fails(self, classification: Class) -> bool {
+        match self {
+            FailOn::Escalation => classification == Class::Escalation,
+            FailOn::Change => classification != Class::Neutral,
+        }
+    }
 }
 
 /// Why a `signature` command failed before producing its result.
@@ -122,7 +161,10 @@ pub fn run(cmd: SignatureCommand, out: &mut dyn Write, err: &mut dyn Write) -> a
             let new = read_json(&a.new)?;
             let diff = pinfold_core::ops::diff(&old, &new).map_err(Failure::Invalid)?;
             pretty(out, &diff).map_err(Failure::Output)?;
-            Ok(0)
+            Ok(match a.fail_on {
+                Some(f) if f.fails(diff.classification) => 1,
+                _ => 0,
+            })
         }
     })();
     match result {

@@ -113,6 +113,7 @@ fn diff_classifies_an_added_tool_as_escalation() {
     let (code, out, _) = sig(SignatureCommand::Diff(DiffArgs {
         old: example("files-1.0.0.json"),
         new: example("files-1.1.0.json"),
+        fail_on: None,
     }));
     assert_eq!(code, 0);
     assert_eq!(out["classification"], "escalation");
@@ -120,13 +121,61 @@ fn diff_classifies_an_added_tool_as_escalation() {
     let (_, back, _) = sig(SignatureCommand::Diff(DiffArgs {
         old: example("files-1.1.0.json"),
         new: example("files-1.0.0.json"),
+        fail_on: None,
     }));
     assert_eq!(back["classification"], "reduction");
     let (_, same, _) = sig(SignatureCommand::Diff(DiffArgs {
         old: example("files-1.0.0.json"),
         new: example("files-1.0.0.json"),
+        fail_on: None,
     }));
     assert_eq!(same, json!({"classification": "neutral", "changes": []}));
+}
+
+/// `diff --fail-on`: CI branches on the exit code instead of parsing JSON.
+/// A schema change is `incompatible` (what `verify` blocks is never
+/// `neutral`), a description change neutral.
+#[test]
+fn diff_fail_on_exits_1_at_the_threshold() {
+    use pinfold_server::signature_cmd::FailOn;
+    let dir = tempfile::tempdir().unwrap();
+    let base: Value =
+        serde_json::from_slice(&std::fs::read(example("files-1.0.0.json")).unwrap()).unwrap();
+    let variant = |name: &str, patch: &dyn Fn(&mut Value)| {
+        let mut v = base.clone();
+        patch(&mut v);
+        let p = dir.path().join(name);
+        std::fs::write(&p, serde_json::to_vec(&v).unwrap()).unwrap();
+        p
+    };
+    let schema = variant("schema.json", &|v| {
+        v["signature"]["tools"][0]["inputSchema"]["required"] = json!(["path", "extra"]);
+    });
+    let words = variant("words.json", &|v| {
+        v["signature"]["tools"][0]["description"] = json!("other words");
+    });
+    let diff = |old: PathBuf, new: PathBuf, fail_on: Option<FailOn>| {
+        sig(SignatureCommand::Diff(DiffArgs { old, new, fail_on }))
+    };
+    let (e, f) = (Some(FailOn::Escalation), Some(FailOn::Change));
+    let old = example("files-1.0.0.json");
+    // An escalation: both thresholds fail; without --fail-on, 0.
+    assert_eq!(diff(old.clone(), example("files-1.1.0.json"), e).0, 1);
+    assert_eq!(diff(old.clone(), example("files-1.1.0.json"), f).0, 1);
+    assert_eq!(diff(old.clone(), example("files-1.1.0.json"), None).0, 0);
+    // A reduction: only `change` fails.
+    assert_eq!(diff(example("files-1.1.0.json"), old.clone(), e).0, 0);
+    assert_eq!(diff(example("files-1.1.0.json"), old.clone(), f).0, 1);
+    // A schema change: incompatible, not neutral.
+    let (code, out, _) = diff(old.clone(), schema, f);
+    assert_eq!(code, 1);
+    assert_eq!(out["classification"], "incompatible");
+    assert_eq!(out["changes"][0]["kind"], "input_schema_changed");
+    // A description change: neutral, nothing fails.
+    let (code, out, _) = diff(old.clone(), words, f);
+    assert_eq!((code, out["classification"].clone()), (0, json!("neutral")));
+    // Bad input is still 2.
+    assert_eq!(diff(old, dir.path().join("missing.json"), e).0, 2);
 }
 
 #[test]

@@ -34,7 +34,9 @@ pub struct DiffQuery {
 /// The capability diff between two versions (any role in the tenant).
 ///
 /// Every change is classified `escalation` (something less safe became
-/// possible), `reduction` or `neutral`; `classification` is the most serious.
+/// possible), `incompatible` (not less safe, but a server showing it fails
+/// verification against the older version, e.g. a changed schema),
+/// `reduction` or `neutral`; `classification` is the most serious.
 #[utoipa::path(
     get,
     path = "/v1/tenants/{tenant}/servers/{server}/diff",
