@@ -359,16 +359,20 @@ pub async fn run(
             return Ok(exit::USAGE);
         }
     };
-    writeln!(out, "{}", outcome.line())?;
-    out.flush()?;
     let code = outcome.code();
     let (Outcome::Created(record) | Outcome::Identical(record), Some(mut session), true) =
-        (outcome, session, args.wait_approved)
+        (&outcome, session, args.wait_approved)
     else {
+        writeln!(out, "{}", outcome.line())?;
+        out.flush()?;
         return Ok(code);
     };
-    let waited = wait_approved(&mut session, record, args.timeout, err).await;
+    // One line on stdout, the final outcome: the publish itself is
+    // progress while waiting.
+    let _ = writeln!(err, "publish: {}", outcome.line());
+    let waited = wait_approved(&mut session, record.clone(), args.timeout, err).await;
     writeln!(out, "{}", waited.line())?;
+    out.flush()?;
     Ok(waited.code())
 }
 

@@ -613,10 +613,15 @@ async fn wait_approved_ends_approved_rejected_or_timed_out() {
     let token = app.as_roles("ci-bot", &["publisher"]);
     let t = app.tenant.as_str();
 
-    // Approved while it waits: exit 0, the publish line then the approval.
+    // Approved while it waits: exit 0, one line on stdout (the approval);
+    // the publish itself is progress on stderr.
     let file = card_file(dir.path(), "1.0.0", "Files in an Acme workspace");
     let (child, seen) = start_waiting(&base, t, &file, &token, "60s").await;
     assert!(seen.contains("(now pending)"), "{seen}");
+    assert!(
+        seen.contains(&format!("publish: created {SERVER} 1.0.0 sha256:")),
+        "{seen}"
+    );
     review(&app, "1.0.0", "approve", "fine").await;
     let (code, lines) = finish(child).await;
     assert_eq!(code, 0, "{lines:?}");
@@ -626,17 +631,20 @@ async fn wait_approved_ends_approved_rejected_or_timed_out() {
         .to_owned();
     assert_eq!(
         lines,
-        vec![
-            format!("created {SERVER} 1.0.0 {digest} (pending)"),
-            format!("approved {SERVER} 1.0.0 {digest} by rita"),
-        ]
+        vec![format!("approved {SERVER} 1.0.0 {digest} by rita")]
     );
     // Already approved: the re-run does not wait.
     let run = publish(&base, t, &file, Some(&token), &["--wait-approved"]).await;
     assert_code(&run, 0);
     assert_eq!(
-        run.lines()[1],
-        format!("approved {SERVER} 1.0.0 {digest} by rita")
+        run.lines(),
+        vec![format!("approved {SERVER} 1.0.0 {digest} by rita")]
+    );
+    assert!(
+        run.stderr
+            .contains(&format!("publish: identical {SERVER} 1.0.0 {digest} (approved)")),
+        "{}",
+        run.stderr
     );
 
     // Rejected while it waits: exit 7 with the reviewer and the note.
@@ -645,13 +653,10 @@ async fn wait_approved_ends_approved_rejected_or_timed_out() {
     review(&app, "1.1.0", "reject", "too broad").await;
     let (code, lines) = finish(child).await;
     assert_eq!(code, 7, "{lines:?}");
+    assert_eq!(lines.len(), 1, "{lines:?}");
     assert!(
-        lines[0].starts_with(&format!("created {SERVER} 1.1.0 ")),
-        "{lines:?}"
-    );
-    assert!(
-        lines[1].starts_with(&format!("rejected {SERVER} 1.1.0 sha256:"))
-            && lines[1].ends_with(" by rita: too broad"),
+        lines[0].starts_with(&format!("rejected {SERVER} 1.1.0 sha256:"))
+            && lines[0].ends_with(" by rita: too broad"),
         "{lines:?}"
     );
 
@@ -672,9 +677,10 @@ async fn wait_approved_ends_approved_rejected_or_timed_out() {
         waited >= Duration::from_secs(2) && waited < Duration::from_secs(10),
         "{waited:?}"
     );
+    assert_eq!(run.lines().len(), 1, "{}", run.stdout);
     assert!(
-        run.lines()[1].starts_with(&format!("timeout {SERVER} 1.2.0 sha256:"))
-            && run.lines()[1].ends_with(" still pending after 2s"),
+        run.lines()[0].starts_with(&format!("timeout {SERVER} 1.2.0 sha256:"))
+            && run.lines()[0].ends_with(" still pending after 2s"),
         "{}",
         run.stdout
     );
@@ -1123,8 +1129,9 @@ async fn github_oidc_asks_for_a_fresh_token_when_a_wait_outlasts_it() {
     assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.bytes));
     let (code, lines) = finish(child).await;
     assert_eq!(code, 0, "{lines:?}");
+    assert_eq!(lines.len(), 1, "{lines:?}");
     assert!(
-        lines[1].starts_with(&format!("approved {SERVER} 1.0.0 ")),
+        lines[0].starts_with(&format!("approved {SERVER} 1.0.0 ")),
         "{lines:?}"
     );
     assert!(

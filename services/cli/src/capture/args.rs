@@ -38,6 +38,10 @@ pub struct CaptureArgs {
     /// The MCP server's Streamable HTTP endpoint (http:// or https://).
     #[arg(value_name = "URL", required_unless_present_any = ["command", "merge"])]
     pub url: Option<String>,
+    /// Words after the URL (`pinfold capture -- npx -y pkg`): never valid,
+    /// kept to say that a local server is started with --command.
+    #[arg(hide = true, num_args = 0.., trailing_var_arg = true, allow_hyphen_values = true)]
+    pub trailing: Vec<String>,
     /// Start a local MCP server and capture it over stdio: "CMD ARGS", split
     /// as a shell would (quotes, no expansion).
     #[arg(long, value_name = "CMD ARGS", conflicts_with = "url")]

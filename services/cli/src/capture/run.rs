@@ -28,6 +28,21 @@ pub async fn run(
         progress.line(&format!("pinfold capture: {msg}"));
         Ok(exit::USAGE)
     };
+    if let Some(u) = &args.url
+        && (!args.trailing.is_empty() || !u.contains("://"))
+    {
+        // A command where a URL belongs (`capture -- npx -y pkg`).
+        let mut words = vec![u.as_str()];
+        words.extend(args.trailing.iter().map(String::as_str));
+        let command = shlex::try_join(words).unwrap_or_else(|_| u.clone());
+        return usage(
+            progress,
+            &format!(
+                "{u:?} is not an http:// or https:// URL; to start a local MCP server and capture it over stdio, use --command: pinfold capture --command {}",
+                shlex::try_quote(&command).unwrap_or_else(|_| command.clone().into())
+            ),
+        );
+    }
     let target = match (&args.url, &args.command) {
         (Some(u), _) => Some(Target::http(u, &args.headers)),
         (None, Some(c)) => Some(Target::stdio(c, &args.headers)),
