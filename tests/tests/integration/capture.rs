@@ -751,6 +751,87 @@ async fn a_wrapper_whose_server_hangs_the_handshake_leaves_no_process_behind() {
     assert!(left.is_empty(), "left behind: {left:?}");
 }
 
+/// A command where the URL belongs (`capture -- npx -y pkg`, `capture
+/// npx`): a usage error that says to use --command, with the command as
+/// it should be given.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_command_given_as_the_url_is_told_to_use_command() {
+    let r = pinfold(&["capture", "--", "npx", "-y", "@acme/mcp-server"], &[]).await;
+    r.expect(2);
+    assert!(
+        r.stderr
+            .contains("use --command: pinfold capture --command 'npx -y @acme/mcp-server'"),
+        "{}",
+        r.stderr
+    );
+    let r = pinfold(&["capture", "npx"], &[]).await;
+    r.expect(2);
+    assert!(
+        r.stderr.contains("\"npx\" is not an http:// or https:// URL")
+            && r.stderr.contains("--command npx"),
+        "{}",
+        r.stderr
+    );
+}
+
+/// A server that wants credentials (HTTP 401) is reported as refusing
+/// them, not as unreachable, with the flag that sends them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_401_is_reported_as_refused_credentials() {
+    let up = upstream(Switches {
+        require_header: Some(("authorization".into(), "Bearer good".into())),
+        ..Switches::default()
+    })
+    .await;
+    let r = pinfold(&["capture", &up.url()], &[]).await;
+    r.expect(3);
+    assert!(
+        r.stderr.contains("refused the request: HTTP 401 Unauthorized")
+            && r.stderr.contains("--header 'Authorization: Bearer ...'"),
+        "{}",
+        r.stderr
+    );
+    assert!(!r.stderr.contains("cannot reach"), "{}", r.stderr);
+    let ok = pinfold(
+        &["capture", &up.url(), "-H", "Authorization: Bearer good"],
+        &[],
+    )
+    .await;
+    ok.expect(0);
+}
+
+/// Lists are sorted by name (uri, uriTemplate) whatever order the server
+/// sent them in, each item kept exactly as sent; the summary counts "1
+/// tool", not "1 tools".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn items_are_kept_as_sent_in_lists_sorted_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = json!({"name": "b_tool", "inputSchema": {"type": "object"}, "x-vendor": {"kept": true}});
+    let a = json!({"name": "a_tool", "description": "first in the card", "inputSchema": {"type": "object"}});
+    let two = write(dir.path(), "two.json", &json!({"tools": [b, a]}));
+    let r = pinfold(
+        &["capture", "--merge", two.to_str().unwrap(), "--name", NAME, "--version", "1.0.0"],
+        &[],
+    )
+    .await;
+    r.expect(0);
+    let card = r.json();
+    assert_eq!(
+        card["signature"]["tools"],
+        json!([a, b]),
+        "sorted by name, each item as sent"
+    );
+    assert!(r.stderr.contains("(2 tools; digest"), "{}", r.stderr);
+    let one = write(dir.path(), "one.json", &json!({"tools": [a]}));
+    let r = pinfold(
+        &["capture", "--merge", one.to_str().unwrap(), "--name", NAME, "--version", "1.0.0"],
+        &[],
+    )
+    .await;
+    r.expect(0);
+    assert!(r.stderr.contains("(1 tool; digest"), "{}", r.stderr);
+}
+
 // --------------------------------------------------- TypeScript SDK peer
 
 struct TsPeer {
