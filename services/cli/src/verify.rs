@@ -235,9 +235,10 @@ async fn check(
     }
 }
 
-/// Pads each column of `rows` to its widest cell.
-fn table(rows: &[[String; 4]]) -> String {
-    let mut widths = [0usize; 4];
+/// Pads each column of `rows` to its widest cell (the last one is not
+/// padded).
+fn table<const N: usize>(rows: &[[String; N]]) -> String {
+    let mut widths = [0usize; N];
     for r in rows {
         for (w, c) in widths.iter_mut().zip(r) {
             *w = (*w).max(c.chars().count());
@@ -247,7 +248,7 @@ fn table(rows: &[[String; 4]]) -> String {
     for r in rows {
         let mut line = String::new();
         for (i, (c, w)) in r.iter().zip(widths).enumerate() {
-            if i == 3 {
+            if i == N - 1 {
                 line.push_str(c);
             } else {
                 line.push_str(&format!("{c:<w$}  "));
@@ -278,18 +279,26 @@ fn render_table(report: &Value) -> String {
     let violations = report["violations"].as_array().cloned().unwrap_or_default();
     let notices = report["notices"].as_array().cloned().unwrap_or_default();
     if !violations.is_empty() || !notices.is_empty() {
+        // WHAT: the violation's own sentence (which hint got worse, and
+        // how), then what the server showed.
         let mut rows = vec![[
             "KIND".to_owned(),
             "ITEM".to_owned(),
             "POINTER".to_owned(),
             "LESS SAFE".to_owned(),
+            "WHAT".to_owned(),
         ]];
         for v in &violations {
+            let mut what = str_of(v, "message");
+            if let Some(o) = v.get("observed").filter(|o| !o.is_null()) {
+                what.push_str(&format!("; observed {o}"));
+            }
             rows.push([
                 str_of(v, "kind"),
                 str_of(v, "name"),
                 str_of(v, "pointer"),
                 if v["less_safe"] == true { "yes" } else { "no" }.to_owned(),
+                what,
             ]);
         }
         for n in &notices {
@@ -298,6 +307,7 @@ fn render_table(report: &Value) -> String {
                 str_of(n, "name"),
                 str_of(n, "pointer"),
                 "-".to_owned(),
+                str_of(n, "message"),
             ]);
         }
         out.push_str(&table(&rows));
@@ -462,7 +472,9 @@ mod tests {
             "digest": "sha256:ab", "against": "http://h/mcp", "observed": "4 tools, 0 prompts",
             "violations": [
                 {"kind": "undeclared_tool", "name": "purge_files", "pointer": "/tools/3", "less_safe": true},
-                {"kind": "annotation_not_declared", "name": "list_files", "pointer": "/tools/2/annotations", "less_safe": true}
+                {"kind": "annotation_not_declared", "name": "list_files", "pointer": "/tools/2/annotations", "less_safe": true,
+                 "message": "tool \"list_files\" annotations match none of the 1 declared possibilities and exceed the worst case on destructiveHint",
+                 "observed": {"destructiveHint": true, "readOnlyHint": false}}
             ],
             "notices": [{"kind": "description_changed", "name": "t", "pointer": "/tools/0/description"}]
         });
@@ -472,6 +484,13 @@ mod tests {
         let header = lines.iter().position(|l| l.starts_with("KIND")).unwrap();
         let cells: Vec<&str> = lines[header + 1].split_whitespace().collect();
         assert_eq!(cells, ["undeclared_tool", "purge_files", "/tools/3", "yes"]);
+        // Which hint got worse, and what the server showed, without --json.
+        assert!(
+            lines[header + 2].ends_with(
+                "exceed the worst case on destructiveHint; observed {\"destructiveHint\":true,\"readOnlyHint\":false}"
+            ),
+            "{t}"
+        );
         // Columns line up: every row's pointer starts where the header's does.
         let col = lines[header].find("POINTER").unwrap();
         assert_eq!(lines[header + 2].find("/tools/2").unwrap(), col, "{t}");

@@ -767,7 +767,8 @@ async fn a_command_given_as_the_url_is_told_to_use_command() {
     let r = pinfold(&["capture", "npx"], &[]).await;
     r.expect(2);
     assert!(
-        r.stderr.contains("\"npx\" is not an http:// or https:// URL")
+        r.stderr
+            .contains("\"npx\" is not an http:// or https:// URL")
             && r.stderr.contains("--command npx"),
         "{}",
         r.stderr
@@ -786,7 +787,8 @@ async fn a_401_is_reported_as_refused_credentials() {
     let r = pinfold(&["capture", &up.url()], &[]).await;
     r.expect(3);
     assert!(
-        r.stderr.contains("refused the request: HTTP 401 Unauthorized")
+        r.stderr
+            .contains("refused the request: HTTP 401 Unauthorized")
             && r.stderr.contains("--header 'Authorization: Bearer ...'"),
         "{}",
         r.stderr
@@ -806,11 +808,20 @@ async fn a_401_is_reported_as_refused_credentials() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn items_are_kept_as_sent_in_lists_sorted_by_name() {
     let dir = tempfile::tempdir().unwrap();
-    let b = json!({"name": "b_tool", "inputSchema": {"type": "object"}, "x-vendor": {"kept": true}});
+    let b =
+        json!({"name": "b_tool", "inputSchema": {"type": "object"}, "x-vendor": {"kept": true}});
     let a = json!({"name": "a_tool", "description": "first in the card", "inputSchema": {"type": "object"}});
     let two = write(dir.path(), "two.json", &json!({"tools": [b, a]}));
     let r = pinfold(
-        &["capture", "--merge", two.to_str().unwrap(), "--name", NAME, "--version", "1.0.0"],
+        &[
+            "capture",
+            "--merge",
+            two.to_str().unwrap(),
+            "--name",
+            NAME,
+            "--version",
+            "1.0.0",
+        ],
         &[],
     )
     .await;
@@ -824,7 +835,15 @@ async fn items_are_kept_as_sent_in_lists_sorted_by_name() {
     assert!(r.stderr.contains("(2 tools; digest"), "{}", r.stderr);
     let one = write(dir.path(), "one.json", &json!({"tools": [a]}));
     let r = pinfold(
-        &["capture", "--merge", one.to_str().unwrap(), "--name", NAME, "--version", "1.0.0"],
+        &[
+            "capture",
+            "--merge",
+            one.to_str().unwrap(),
+            "--name",
+            NAME,
+            "--version",
+            "1.0.0",
+        ],
         &[],
     )
     .await;
@@ -1113,6 +1132,18 @@ async fn verify_passes_a_conformant_server_and_catches_rug_pulls() {
     assert_eq!(v["pointer"], "/tools/2/annotations");
     assert_eq!(v["less_safe"], true);
     assert_eq!(v["observed"]["destructiveHint"], true);
+    // The table says which hint got worse, as --json does.
+    let table = p.verify(&[]).await;
+    table.expect(1);
+    let row = table
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("annotation_not_declared"))
+        .unwrap_or_else(|| panic!("{}", table.stdout));
+    assert!(
+        row.contains("destructiveHint") && row.contains("\"destructiveHint\":true"),
+        "{row}"
+    );
 
     // The mode decides the exit: advisory reports and passes, strict blocks.
     let r = p.verify(&["--json", "--mode", "advisory"]).await;

@@ -641,8 +641,9 @@ async fn wait_approved_ends_approved_rejected_or_timed_out() {
         vec![format!("approved {SERVER} 1.0.0 {digest} by rita")]
     );
     assert!(
-        run.stderr
-            .contains(&format!("publish: identical {SERVER} 1.0.0 {digest} (approved)")),
+        run.stderr.contains(&format!(
+            "publish: identical {SERVER} 1.0.0 {digest} (approved)"
+        )),
         "{}",
         run.stderr
     );
