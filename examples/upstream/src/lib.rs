@@ -91,6 +91,9 @@ pub struct Switches {
     pub delay: Duration,
     /// Answer every resolve with a JSON-RPC internal error (-32603).
     pub error: bool,
+    /// Answer `tools/resolve` and `tools/annotations` with -32601 (method
+    /// not found), as a server that does not implement them does.
+    pub no_resolve: bool,
     /// The `tools/resolve` result shape.
     pub shape: Shape,
     /// Answer every MCP request with HTTP 503 and `Retry-After` of this
@@ -134,6 +137,9 @@ impl Switches {
         }
         if let Some(b) = v.get("error").and_then(Value::as_bool) {
             base.error = b;
+        }
+        if let Some(b) = v.get("no_resolve").and_then(Value::as_bool) {
+            base.no_resolve = b;
         }
         match v.get("overloaded_secs") {
             Some(Value::Null) => base.overloaded = None,
@@ -407,6 +413,13 @@ impl Shared {
     /// Answers `tools/resolve` or `tools/annotations`.
     fn answer(&self, method: &str, params: &Value, n: u64) -> Result<Value, ErrorData> {
         let sw = self.switches();
+        if sw.no_resolve {
+            return Err(ErrorData::new(
+                rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+                method.to_owned(),
+                None,
+            ));
+        }
         if sw.error {
             return Err(ErrorData::internal_error(
                 "resolution failed (switch)",
@@ -930,6 +943,7 @@ impl Cli {
             nondeterministic: self.nondeterministic,
             delay: Duration::from_millis(self.delay_ms),
             error: self.error,
+            no_resolve: false,
             shape: self.shape,
             legacy_only: self.legacy_only,
             overloaded: self.overloaded_secs,

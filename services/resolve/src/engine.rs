@@ -482,6 +482,9 @@ impl Engine {
                 tool,
                 match e {
                     FetchError::Transport { .. } => FallbackReason::UpstreamError,
+                    // JSON-RPC "method not found" (-32601): the upstream
+                    // does not implement the resolve method at all.
+                    FetchError::Rpc { code: -32601, .. } => FallbackReason::NotImplemented,
                     FetchError::Rpc { .. } => FallbackReason::RpcError,
                     FetchError::Timeout => FallbackReason::Timeout,
                     FetchError::Malformed(_) => FallbackReason::Malformed,

@@ -17,6 +17,9 @@ pub enum FallbackReason {
     UpstreamError,
     /// The upstream answered with a JSON-RPC error.
     RpcError,
+    /// The upstream does not implement the method (`tools/resolve` or
+    /// `tools/annotations` answered with -32601, method not found).
+    NotImplemented,
     /// No answer within the configured total timeout.
     Timeout,
     /// The answer was not a resolution result for the requested tool.
@@ -30,9 +33,10 @@ pub enum FallbackReason {
 
 impl FallbackReason {
     /// Every reason, in a fixed order.
-    pub const ALL: [FallbackReason; 6] = [
+    pub const ALL: [FallbackReason; 7] = [
         FallbackReason::UpstreamError,
         FallbackReason::RpcError,
+        FallbackReason::NotImplemented,
         FallbackReason::Timeout,
         FallbackReason::Malformed,
         FallbackReason::RefusedStrict,
@@ -44,6 +48,7 @@ impl FallbackReason {
         match self {
             FallbackReason::UpstreamError => "upstream_error",
             FallbackReason::RpcError => "rpc_error",
+            FallbackReason::NotImplemented => "not_implemented",
             FallbackReason::Timeout => "timeout",
             FallbackReason::Malformed => "malformed",
             FallbackReason::RefusedStrict => "refused_strict",
@@ -96,7 +101,7 @@ pub struct Stats {
     upstream_calls: AtomicU64,
     share_refusals: AtomicU64,
     list_changed: AtomicU64,
-    fallbacks: [AtomicU64; 6],
+    fallbacks: [AtomicU64; FallbackReason::ALL.len()],
     violations: [AtomicU64; 8],
     latency: [AtomicU64; 13],
     latency_sum_micros: AtomicU64,

@@ -371,6 +371,17 @@ async fn rpc_errors_and_timeouts_fall_back() {
         (r.source, r.reason.as_deref()),
         (Source::Fallback, Some("rpc_error"))
     );
+    // An upstream without the resolve method says so: not an error of the
+    // call, the method is not implemented.
+    up.set(Switches {
+        no_resolve: true,
+        ..Switches::default()
+    });
+    let r = e.resolve(&c, "manage_files", &args("read")).await.unwrap();
+    assert_eq!(
+        (r.source, r.reason.as_deref()),
+        (Source::Fallback, Some("not_implemented"))
+    );
     up.set(Switches {
         delay: Duration::from_secs(2),
         ..Switches::default()
@@ -393,7 +404,7 @@ async fn rpc_errors_and_timeouts_fall_back() {
     let r = e.resolve(&c, "manage_files", &args("read")).await.unwrap();
     assert_eq!(r.source, Source::Upstream);
     let s = e.stats();
-    for reason in ["rpc_error", "timeout", "malformed"] {
+    for reason in ["rpc_error", "not_implemented", "timeout", "malformed"] {
         assert!(s.fallbacks.contains(&(reason, 1)), "{s:?}");
     }
     assert_eq!(s.cache_entries, 1);
