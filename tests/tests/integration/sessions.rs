@@ -147,7 +147,28 @@ async fn open_read_and_close_a_session() {
 
     let del = app.send("DELETE", &path, Some(&c), None).await;
     assert_eq!(del.status, 204);
+    // Closed is gone: 404, as docs/RESOLVE.md says (410 is for a session
+    // whose time is over), for reading it and for resolving through it.
     app.get(&path, &c).await.problem(404, "session_not_found");
+    app.send(
+        "POST",
+        &format!("{path}/resolve"),
+        Some(&c),
+        Some(json!({"name": "manage_files", "arguments": {"path": "/a", "action": "read"}})),
+    )
+    .await
+    .problem(404, "session_not_found");
+    let docs = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/RESOLVE.md"),
+    )
+    .unwrap()
+    .split_whitespace()
+    .collect::<Vec<_>>()
+    .join(" ");
+    assert!(
+        docs.contains("A closed session (`DELETE`) is gone: it answers `404 session_not_found`"),
+        "docs/RESOLVE.md states what a closed session answers"
+    );
     app.send("DELETE", &path, Some(&c), None)
         .await
         .problem(404, "session_not_found");
