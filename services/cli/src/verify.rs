@@ -197,6 +197,22 @@ async fn read_record(remote: &Remote, name: &str, version: &str) -> Result<Recor
     }
 }
 
+/// The approved card's recorded `serverInfo.name` (what `pinfold capture`
+/// wrote), if the card records one and can be read.
+async fn signed_server_name(remote: &Remote, name: &str, record: &Record) -> Option<String> {
+    let url = remote.tenant_url(&["servers", name, "versions", &record.version, "card"]);
+    let reply = remote
+        .send(Method::GET, url, None, HeaderMap::new())
+        .await
+        .ok()?;
+    if !reply.status.is_success() {
+        return None;
+    }
+    let card = reply.json()?;
+    crate::capture::recorded_server_info(card.as_object()?)
+        .and_then(|i| i.get("name").and_then(Value::as_str).map(str::to_owned))
+}
+
 async fn check(
     remote: &Remote,
     name: &str,
@@ -312,6 +328,12 @@ fn render_table(report: &Value) -> String {
         }
         out.push_str(&table(&rows));
         out.push('\n');
+    }
+    if report["server_info"]["matches"] == false {
+        out.push_str(&format!(
+            "DIFFERENT SERVER: the signature was captured from {}, this server calls itself {}\n\n",
+            report["server_info"]["signed"], report["server_info"]["observed"]
+        ));
     }
     let verdict = if report["conformant"] == true {
         "CONFORMANT".to_owned()
@@ -440,9 +462,36 @@ async fn verify(args: VerifyArgs, progress: &mut Progress<'_>) -> Result<(i32, V
             check(&remote, &args.name, &record, mode, &captured),
         )
         .await?;
-    let conformant = report["conformant"] == true;
+    // Pointed at the server that was signed? The card records the
+    // serverInfo.name it was captured from.
+    let signed_name = signed_server_name(&remote, &args.name, &record).await;
+    let same_server = match (&signed_name, &captured.reported_name) {
+        (Some(signed), Some(live)) => signed == live,
+        (Some(_), None) => false,
+        (None, _) => true,
+    };
+    if let Some(signed) = &signed_name {
+        report["server_info"] = json!({
+            "signed": signed,
+            "observed": captured.reported_name,
+            "matches": same_server,
+        });
+        if !same_server {
+            progress.line(&format!(
+                "verify: {} was captured from a server calling itself {signed:?}, but {} calls itself {}",
+                args.name,
+                captured.label,
+                captured
+                    .reported_name
+                    .as_deref()
+                    .map_or("nothing (no serverInfo)".to_owned(), |n| format!("{n:?}"))
+            ));
+        }
+    }
+    let conformant = report["conformant"] == true && same_server;
     let advisory = report["mode"] == "advisory";
     let fails = !conformant && !advisory;
+    report["conformant"] = json!(conformant);
     report["fails"] = json!(fails);
     report["server"] = json!(args.name);
     report["version"] = json!(record.version);

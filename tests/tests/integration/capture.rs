@@ -1166,6 +1166,54 @@ async fn verify_passes_a_conformant_server_and_catches_rug_pulls() {
     assert_eq!(p.card["name"], NAME);
 }
 
+/// The card records the serverInfo it was captured from; verify pointed at
+/// a server that calls itself something else says so and fails (advisory
+/// reports it and passes).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn verify_notices_a_different_server_than_the_one_signed() {
+    let p = Published::new().await;
+    let recorded = &p.card["_meta"]["io.github.pinfold/capture"]["serverInfo"];
+    assert_eq!(recorded["name"], "pinfold-example-upstream", "{recorded}");
+    let r = p.verify(&["--json"]).await;
+    r.expect(0);
+    assert_eq!(r.json()["server_info"]["matches"], true);
+
+    // 2.0.0: the same lists, signed from a server of another name.
+    let mut other = p.card.clone();
+    other["version"] = json!("2.0.0");
+    other["_meta"]["io.github.pinfold/capture"]["serverInfo"]["name"] = json!("acme-billing");
+    publish(&p.app, &other, true).await;
+    let r = p.verify(&["--json", "--version", "2.0.0"]).await;
+    r.expect(1);
+    let report = r.json();
+    assert_eq!(
+        report["server_info"],
+        json!({"signed": "acme-billing", "observed": "pinfold-example-upstream", "matches": false})
+    );
+    assert_eq!(report["conformant"], false);
+    assert_eq!(
+        report["violations"],
+        json!([]),
+        "the lists themselves conform"
+    );
+    assert!(
+        r.stderr
+            .contains("captured from a server calling itself \"acme-billing\""),
+        "{}",
+        r.stderr
+    );
+    let table = p.verify(&["--version", "2.0.0"]).await;
+    table.expect(1);
+    assert!(
+        table.stdout.contains("DIFFERENT SERVER: the signature was captured from \"acme-billing\", this server calls itself \"pinfold-example-upstream\""),
+        "{}",
+        table.stdout
+    );
+    p.verify(&["--version", "2.0.0", "--mode", "advisory"])
+        .await
+        .expect(0);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn verify_exit_codes_for_each_failure() {
     let p = Published::new().await;

@@ -85,6 +85,9 @@ pub struct Captured {
     /// Things worth saying about the capture (a list the server advertises
     /// but does not answer, ...).
     pub notes: Vec<String>,
+    /// `serverInfo.name` exactly as the server sent it (none when it sent
+    /// none): which server this is, for `verify` to compare.
+    pub reported_name: Option<String>,
     /// The capabilities the client advertised.
     pub profile: ClientProfile,
     /// How the protocol was chosen.
@@ -230,6 +233,7 @@ async fn capture_lists(
         },
         Target::Stdio { .. } => Origin::default(),
     };
+    let reported_name = (!server_info.name.is_empty()).then(|| server_info.name.clone());
     let server_info = if server_info.name.is_empty() {
         // No serverInfo (a discovery answer may omit it): name the draft
         // after the host or the program.
@@ -254,6 +258,7 @@ async fn capture_lists(
         origin,
         lists: Value::Object(lists),
         notes,
+        reported_name,
         profile: session.service.service().profile.clone(),
         negotiation: session.negotiation.clone(),
     })

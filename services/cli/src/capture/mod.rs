@@ -57,5 +57,5 @@ mod target;
 pub use args::{CaptureArgs, exit};
 pub use error::CaptureError;
 pub use lists::{Captured, capture};
-pub use run::{CAPTURE_META, recorded_profiles, run};
+pub use run::{CAPTURE_META, recorded_profiles, recorded_server_info, run};
 pub use target::{HeaderArg, Target, parse_header};

@@ -215,7 +215,19 @@ pub async fn run(
             }
         }
     }
-    let card = with_profiles(card, profiles);
+    // Which server the lists came from (serverInfo as sent), for verify
+    // to notice a different one: this capture's, else the first card's.
+    let server_info = match &captured {
+        Some(c) => c
+            .reported_name
+            .as_ref()
+            .map(|n| json!({"name": n, "version": c.server_info.version})),
+        None => files
+            .iter()
+            .filter_map(MergeFile::card)
+            .find_map(recorded_server_info),
+    };
+    let card = with_capture_meta(card, profiles, server_info);
     let verdict = ServerCard::from_value(&card, &limits);
     match &args.out {
         Some(path) => {
@@ -272,9 +284,27 @@ pub fn recorded_profiles(card: &serde_json::Map<String, Value>) -> Vec<Value> {
         .unwrap_or_default()
 }
 
-/// `card` recording `profiles` (the card's other `_meta` members kept).
-fn with_profiles(mut card: Value, profiles: Vec<Value>) -> Value {
-    if profiles.is_empty() {
+/// The `serverInfo` a card records (`{"name", "version"}` as the server
+/// sent them), if any.
+pub fn recorded_server_info(card: &serde_json::Map<String, Value>) -> Option<Value> {
+    card.get("_meta")
+        .and_then(|m| m.get(CAPTURE_META))
+        .and_then(|c| c.get("serverInfo"))
+        .filter(|v| v.get("name").is_some_and(Value::is_string))
+        .cloned()
+}
+
+/// `card` recording how it was captured: under `profiles`, from the
+/// server `server_info` names (the card's other `_meta` members kept).
+fn with_capture_meta(mut card: Value, profiles: Vec<Value>, server_info: Option<Value>) -> Value {
+    let mut record = serde_json::Map::new();
+    if !profiles.is_empty() {
+        record.insert("clientCapabilities".into(), Value::Array(profiles));
+    }
+    if let Some(i) = server_info {
+        record.insert("serverInfo".into(), i);
+    }
+    if record.is_empty() {
         return card;
     }
     if let Some(obj) = card.as_object_mut() {
@@ -282,10 +312,7 @@ fn with_profiles(mut card: Value, profiles: Vec<Value>) -> Value {
             .entry("_meta")
             .or_insert_with(|| Value::Object(serde_json::Map::new()));
         if let Some(m) = meta.as_object_mut() {
-            m.insert(
-                CAPTURE_META.to_owned(),
-                json!({"clientCapabilities": profiles}),
-            );
+            m.insert(CAPTURE_META.to_owned(), Value::Object(record));
         }
     }
     card
