@@ -258,7 +258,7 @@ impl Settings {
             ),
             None => Duration::from_secs(t.metrics_interval_secs),
         };
-        let log_filter = get("RUST_LOG").unwrap_or_else(|| t.log_filter.clone());
+        let log_filter = quiet_sdk(get("RUST_LOG").unwrap_or_else(|| t.log_filter.clone()));
         EnvFilter::try_new(&log_filter).map_err(|e| anyhow::anyhow!("RUST_LOG: {e}"))?;
         Ok(Settings {
             log_format,
@@ -289,9 +289,53 @@ pub(super) fn sampler(name: &str, ratio: f64) -> anyhow::Result<Sampler> {
     })
 }
 
+/// The directive that keeps the MCP SDK's own log lines out.
+pub const SDK_QUIET: &str = "rmcp=off";
+
+/// `filter`, with the MCP SDK (`rmcp`) silenced unless the filter names it.
+///
+/// rmcp logs an upstream's routine failures (a connection that closes, an
+/// event stream that ends, a worker that stops) at `ERROR`. They are the
+/// upstream's fault, not Pinfold's, and Pinfold logs each failed exchange
+/// itself, once, at `WARN` with its tenant and session. A filter that names
+/// `rmcp` (`RUST_LOG=info,rmcp=debug`) gets its lines back.
+pub fn quiet_sdk(filter: String) -> String {
+    if filter.contains("rmcp") || filter.trim().is_empty() {
+        filter
+    } else {
+        format!("{filter},{SDK_QUIET}")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_sdks_routine_errors_stay_out_of_the_log_unless_asked_for() {
+        use crate::telemetry::{LogCapture, LogOutput, Telemetry};
+        let emit = |filter: Option<&str>| {
+            let logs = LogCapture::new();
+            let env: Vec<(&str, &str)> = filter.map(|f| ("RUST_LOG", f)).into_iter().collect();
+            let settings =
+                Settings::resolve(&TelemetryConfig::default(), LogFormat::Text, &env_of(&env))
+                    .unwrap();
+            let t = Telemetry::build(&settings, LogOutput::Capture(logs.clone())).unwrap();
+            let _g = t.set_default();
+            tracing::error!(target: "rmcp::transport::worker", "worker quit with fatal: Transport channel closed");
+            tracing::warn!(target: "pinfold_resolve::engine", "upstream resolution failed");
+            logs.contents()
+        };
+        let text = emit(None);
+        assert!(!text.contains("worker quit"), "{text}");
+        assert!(!text.contains("ERROR"), "{text}");
+        assert!(text.contains("upstream resolution failed"), "{text}");
+        let text = emit(Some("info"));
+        assert!(!text.contains("worker quit"), "{text}");
+        // Asked for by name, they are back.
+        let text = emit(Some("info,rmcp=error"));
+        assert!(text.contains("worker quit"), "{text}");
+    }
 
     fn env_of(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
         let map: std::collections::HashMap<String, String> = pairs
@@ -307,7 +351,7 @@ mod tests {
             Settings::resolve(&TelemetryConfig::default(), LogFormat::Text, &env_of(&[])).unwrap();
         assert_eq!(s.traces_endpoint, None);
         assert_eq!(s.metrics_endpoint, None);
-        assert_eq!(s.log_filter, "info");
+        assert_eq!(s.log_filter, "info,rmcp=off");
         assert_eq!(s.service_name, "pinfold");
     }
 
@@ -339,7 +383,7 @@ mod tests {
         assert_eq!(s.service_name, "pinfold-eu");
         assert_eq!(s.sampler, "parentbased_traceidratio");
         assert_eq!(s.sampler_arg, 0.25);
-        assert_eq!(s.log_filter, "debug");
+        assert_eq!(s.log_filter, "debug,rmcp=off");
     }
 
     #[test]
