@@ -310,4 +310,62 @@ mod tests {
             c.close();
         }
     }
+
+    /// An upstream that answers every method it does not know with `{}` (as
+    /// the official conformance suite's test servers do), `server/discover`
+    /// included: the connection falls back to `initialize` (2025-11-25)
+    /// instead of failing, and a resolve call goes through.
+    #[tokio::test]
+    async fn an_empty_answer_to_server_discover_falls_back_to_initialize() {
+        use axum::Json;
+        use axum::http::StatusCode;
+        use axum::response::IntoResponse;
+        async fn mcp(Json(m): Json<Value>) -> axum::response::Response {
+            let Some(id) = m.get("id").cloned() else {
+                return StatusCode::ACCEPTED.into_response();
+            };
+            let result = match m["method"].as_str() {
+                Some("initialize") => serde_json::json!({
+                    "protocolVersion": m["params"]["protocolVersion"],
+                    "capabilities": {"tools": {}},
+                    "serverInfo": {"name": "empty-answers", "version": "1.0.0"},
+                }),
+                Some("tools/resolve") => serde_json::json!({"tool": {
+                    "name": "manage_files",
+                    "inputSchema": {"type": "object"},
+                    "annotations": {"readOnlyHint": true},
+                }}),
+                _ => serde_json::json!({}),
+            };
+            Json(serde_json::json!({"jsonrpc": "2.0", "id": id, "result": result})).into_response()
+        }
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let app = axum::Router::new().route("/mcp", axum::routing::post(mcp));
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        let pool = Pool::new(
+            pinfold_egress::Egress::new(pinfold_egress::EgressConfig::default()),
+            1 << 20,
+            Duration::from_secs(2),
+        );
+        let target = UpstreamTarget {
+            url: format!("http://{addr}/mcp"),
+            headers: vec![],
+            rules: pinfold_egress::Rules::new(pinfold_egress::AllowList::default(), true),
+        };
+        let c = Connection::open(&pool, &target, Arc::new(|| {}))
+            .await
+            .expect("the connection opens despite the {} answer");
+        assert_eq!(c.protocol_version().as_deref(), Some("2025-11-25"));
+        let r = c
+            .call(
+                "tools/resolve",
+                "manage_files",
+                &serde_json::json!({"path": "/a", "action": "read"}),
+            )
+            .await
+            .unwrap();
+        assert_eq!(r["tool"]["annotations"]["readOnlyHint"], true);
+        c.close();
+    }
 }
