@@ -181,6 +181,26 @@ async fn compare(sdk: BTreeSet<String>, target: &[&str]) {
         bare.json()["_meta"]["io.github.pinfold/capture"]["clientCapabilities"][0]["profile"],
         "none"
     );
+
+    // Captures under several profiles, merged: the union of the lists and
+    // of the profiles.
+    let dir = tempfile::tempdir().unwrap();
+    let bare_file = dir.path().join("none.json");
+    std::fs::write(&bare_file, &bare.stdout).unwrap();
+    let mut args = vec!["capture"];
+    args.extend_from_slice(target);
+    args.extend_from_slice(&["--merge", bare_file.to_str().unwrap()]);
+    let merged = pinfold(&args, &[]).await;
+    merged.expect(0);
+    assert_eq!(card_tools(&merged), sdk);
+    let profiles: Vec<Value> =
+        merged.json()["_meta"]["io.github.pinfold/capture"]["clientCapabilities"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["profile"].clone())
+            .collect();
+    assert_eq!(profiles, [Value::from("default"), Value::from("none")]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
