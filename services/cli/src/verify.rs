@@ -197,9 +197,9 @@ async fn read_record(remote: &Remote, name: &str, version: &str) -> Result<Recor
     }
 }
 
-/// The approved card's recorded `serverInfo.name` (what `pinfold capture`
-/// wrote), if the card records one and can be read.
-async fn signed_server_name(remote: &Remote, name: &str, record: &Record) -> Option<String> {
+/// The approved card, when it can be read (what `pinfold capture` recorded
+/// in it: the serverInfo and the client capability profiles).
+async fn signed_card(remote: &Remote, name: &str, record: &Record) -> Option<Value> {
     let url = remote.tenant_url(&["servers", name, "versions", &record.version, "card"]);
     let reply = remote
         .send(Method::GET, url, None, HeaderMap::new())
@@ -208,9 +208,7 @@ async fn signed_server_name(remote: &Remote, name: &str, record: &Record) -> Opt
     if !reply.status.is_success() {
         return None;
     }
-    let card = reply.json()?;
-    crate::capture::recorded_server_info(card.as_object()?)
-        .and_then(|i| i.get("name").and_then(Value::as_str).map(str::to_owned))
+    reply.json().filter(Value::is_object)
 }
 
 async fn check(
@@ -464,7 +462,27 @@ async fn verify(args: VerifyArgs, progress: &mut Progress<'_>) -> Result<(i32, V
         .await?;
     // Pointed at the server that was signed? The card records the
     // serverInfo.name it was captured from.
-    let signed_name = signed_server_name(&remote, &args.name, &record).await;
+    let card = signed_card(&remote, &args.name, &record).await;
+    let card = card.as_ref().and_then(Value::as_object);
+    let signed_name = card
+        .and_then(crate::capture::recorded_server_info)
+        .and_then(|i| i.get("name").and_then(Value::as_str).map(str::to_owned));
+    // Captured under other capabilities than this check advertises: the
+    // server may show each a different list.
+    let signed_profiles = card
+        .map(crate::capture::recorded_profiles)
+        .unwrap_or_default();
+    if !signed_profiles.is_empty() && !signed_profiles.contains(&captured.profile.record()) {
+        let names: Vec<&str> = signed_profiles
+            .iter()
+            .filter_map(|p| p["profile"].as_str())
+            .collect();
+        progress.line(&format!(
+            "verify: note: the signature was captured under client capabilities {}; this check advertises {} (--client-capabilities)",
+            names.join(", "),
+            captured.profile.name()
+        ));
+    }
     let same_server = match (&signed_name, &captured.reported_name) {
         (Some(signed), Some(live)) => signed == live,
         (Some(_), None) => false,

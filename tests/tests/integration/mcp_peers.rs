@@ -280,6 +280,13 @@ async fn a_signature_captured_without_capabilities_fails_verify_naming_what_rich
         "{}",
         r.stderr
     );
+    assert!(
+        r.stderr.contains(
+            "the signature was captured under client capabilities none; this check advertises default"
+        ),
+        "{}",
+        r.stderr
+    );
     let report = r.json();
     assert_eq!(report["client_capabilities"]["profile"], "default");
     let undeclared: BTreeSet<&str> = report["violations"]
@@ -303,6 +310,7 @@ async fn a_signature_captured_without_capabilities_fails_verify_naming_what_rich
     // Under the profile it was captured with, it conforms.
     let r = verify(&["--client-capabilities", "none"]).await;
     r.expect(0);
+    assert!(!r.stderr.contains("captured under"), "{}", r.stderr);
     assert!(
         r.stdout.contains("Client capabilities: none"),
         "{}",
