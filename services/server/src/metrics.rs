@@ -337,6 +337,9 @@ pub fn render_rate_limited(limiter: &pinfold_http::ratelimit::RateLimiter, out: 
 /// | `pinfold_resolve_static_total`                   | counter   |        |
 /// | `pinfold_resolve_upstream_calls_total`           | counter   |        |
 /// | `pinfold_resolve_share_refusals_total`           | counter   |        |
+/// | `pinfold_resolve_invalidations_total`            | counter   |        |
+/// | `pinfold_resolve_stale_dropped_total`            | counter   |        |
+/// | `pinfold_resolve_stale_refusals_total`           | counter   |        |
 /// | `pinfold_resolve_fallbacks_total`                | counter   | reason |
 /// | `pinfold_resolve_violations_total`               | counter   | kind   |
 /// | `pinfold_resolve_upstream_duration_seconds`      | histogram |        |
@@ -384,6 +387,24 @@ pub fn render_resolve(s: &pinfold_resolve::StatsSnapshot, out: &mut String) {
         "counter",
         "Answers not cached because their tenant was at its share.",
         s.share_refusals,
+    );
+    scalar(
+        "pinfold_resolve_invalidations_total",
+        "counter",
+        "Session invalidations (upstream list changes, ended sessions); each costs one counter operation.",
+        s.invalidations,
+    );
+    scalar(
+        "pinfold_resolve_stale_dropped_total",
+        "counter",
+        "Cache entries of an older session generation met by a lookup and dropped.",
+        s.stale_dropped,
+    );
+    scalar(
+        "pinfold_resolve_stale_refusals_total",
+        "counter",
+        "Answers not cached because their session was invalidated while they were in flight.",
+        s.stale_refusals,
     );
     scalar(
         "pinfold_resolve_cache_bytes",
