@@ -7,6 +7,7 @@ mod cli;
 mod faults;
 mod input;
 mod isolation;
+mod keys;
 mod limits;
 mod ops;
 mod publish;
