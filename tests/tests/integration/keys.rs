@@ -451,7 +451,9 @@ async fn rotating_the_encryption_key_keeps_every_secret_and_reseal_moves_them_al
     }
 
     // Rotated: key 2 current, key 1 kept as old (every replica restarted).
-    let app2 = app1.with_encryption_keys(&k2, std::slice::from_ref(&k1)).await;
+    let app2 = app1
+        .with_encryption_keys(&k2, std::slice::from_ref(&k1))
+        .await;
     let kid2 = app2.keyring().current_kid().to_owned();
     assert_ne!(kid1, kid2);
     all_open(&app2.keyring(), &under_1);
@@ -601,4 +603,220 @@ async fn rotating_the_encryption_key_keeps_every_secret_and_reseal_moves_them_al
     let left = stored(&app4, &tenants).await;
     assert!(left.contains(headers_1) && left.contains(secret_0));
     assert!(!out.contains(LEGACY_SEALED_SECRET) && !out.contains(&headers_1.sealed));
+}
+
+/// Runs `pinfold keys ARGS` as a process with a clean environment plus
+/// `env`; its exit code, stdout and stderr.
+fn pinfold_keys(args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_pinfold-under-test"))
+        .arg("keys")
+        .args(args)
+        .env_clear()
+        .envs(env.iter().copied())
+        .output()
+        .expect("run pinfold keys");
+    (
+        out.status.code().expect("exit code"),
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    )
+}
+
+#[tokio::test]
+async fn pinfold_keys_lists_the_key_ids_and_reseals_with_an_exit_code_per_outcome() {
+    let (k1, k2, k3) = (
+        key_1(),
+        Keyring::generate_base64().unwrap(),
+        Keyring::generate_base64().unwrap(),
+    );
+    let app = TestApp::build(test_issuers(), |c| c.encryption_key = Some(k1.clone())).await;
+    let t = app.tenant.clone();
+    put_provider(&app, &t, "notes", "https://as.example", &secret_of(&t)).await;
+    let rotated = app
+        .with_encryption_keys(&k2, std::slice::from_ref(&k1))
+        .await;
+    let (kid1, kid2) = (
+        app.keyring().current_kid().to_owned(),
+        rotated.keyring().current_kid().to_owned(),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let data_dir = dir.path().to_str().unwrap();
+    let db = ["--data-dir", data_dir, "--database-url", &app.db.url];
+    let env = |current: &str, old: &str| {
+        let mut e = vec![("PINFOLD_ENCRYPTION_KEY", current.to_owned())];
+        if !old.is_empty() {
+            e.push(("PINFOLD_ENCRYPTION_KEYS_OLD", old.to_owned()));
+        }
+        e
+    };
+    let run = |args: Vec<&str>, env: Vec<(&str, String)>| {
+        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let (code, out, err) = pinfold_keys(&args, &env);
+        for secret in [&k1, &k2, &k3, &secret_of(&t)] {
+            assert!(
+                !out.contains(secret.as_str()) && !err.contains(secret.as_str()),
+                "a secret was printed: {out}{err}"
+            );
+        }
+        (code, out, err)
+    };
+    let reseal_args = |extra: &[&'static str]| {
+        let mut a = vec!["reseal"];
+        a.extend(db);
+        a.extend(extra);
+        a
+    };
+
+    // The ids, the current one first.
+    let both = format!("{k1},{k2}");
+    let (code, out, err) = run(vec!["list", "--data-dir", data_dir], env(&k3, &both));
+    assert_eq!(code, 0, "{err}");
+    let kid3 = Keyring::from_base64(&k3).unwrap().current_kid().to_owned();
+    assert_eq!(
+        out,
+        format!("current {kid3}\nold     {kid1}\nold     {kid2}\n")
+    );
+
+    // Re-seal under key 2 with key 1 old: exit 0, the summary on stdout.
+    let (code, out, err) = run(reseal_args(&["--batch-size", "1"]), env(&k2, &k1));
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.starts_with(&format!(
+            "Re-sealing every sealed value under encryption key {kid2} (old keys: {kid1})"
+        )),
+        "{out}"
+    );
+    // The attestation key and the client secret.
+    assert!(
+        out.contains("Summary: 1 tenant(s), 2 sealed value(s)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("total             2 re-sealed, 0 already current"),
+        "{out}"
+    );
+    // Idempotent.
+    let (code, out, _) = run(reseal_args(&[]), env(&k2, &k1));
+    assert_eq!(code, 0);
+    assert!(
+        out.contains("total             0 re-sealed, 2 already current"),
+        "{out}"
+    );
+    all_open(
+        &rotated.keyring(),
+        &stored(&app, std::slice::from_ref(&t)).await,
+    );
+
+    // Under a key that sealed none of it: exit 1, each value named.
+    let (code, out, _) = run(reseal_args(&["--dry-run"]), env(&k3, ""));
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("2 value(s) could not be opened"), "{out}");
+    assert!(out.contains(&format!(
+        "cannot open: tenant {t}, client secrets, row \"notes\""
+    )));
+
+    // A bad old key is named by position: exit 2, one line on stderr.
+    let (code, _, err) = run(reseal_args(&[]), env(&k2, &format!("{k1},c2hvcnQ=")));
+    assert_eq!(code, 2);
+    assert!(
+        err.starts_with("pinfold: encryption_keys_old[1]: the encryption key must be 32 bytes"),
+        "{err}"
+    );
+    // Without any key, `keys` does not make one up (dev mode keeps its key
+    // in the data directory: none there).
+    let (code, _, err) = run(vec!["list", "--data-dir", data_dir], Vec::new());
+    assert_eq!(code, 2);
+    assert!(err.contains("no encryption_key is configured"), "{err}");
+    assert!(!dir.path().join("encryption-key").exists());
+    // A database with pending migrations: migrate first.
+    let empty = fresh_db().await;
+    let (code, _, err) = run(
+        vec![
+            "reseal",
+            "--data-dir",
+            data_dir,
+            "--database-url",
+            &empty.url,
+        ],
+        env(&k2, ""),
+    );
+    assert_eq!(code, 2);
+    assert!(err.contains("run `pinfold migrate` first"), "{err}");
+}
+
+#[tokio::test]
+async fn a_sealed_value_is_replaced_only_over_the_value_read_and_only_in_its_tenant() {
+    let app = TestApp::new().await;
+    let (a, b) = (app.tenant.clone(), app.new_tenant().await);
+    for (t, name) in [(&a, "one"), (&a, "two"), (&a, "three"), (&b, "one")] {
+        put_provider(&app, t, name, "https://as.example", &secret_of(t)).await;
+    }
+    let page = |t: TenantId, after: &'static str, limit| {
+        let app = &app;
+        async move {
+            app.store
+                .sealed_values(&t, SealedColumn::ClientSecret, after, limit)
+                .await
+                .unwrap()
+                .into_iter()
+                .map(|r| r.key)
+                .collect::<Vec<_>>()
+        }
+    };
+    // Pages by key.
+    assert_eq!(page(a.clone(), "", 2).await, ["one", "three"]);
+    assert_eq!(page(a.clone(), "three", 2).await, ["two"]);
+    assert!(page(a.clone(), "two", 2).await.is_empty());
+    let ids = app.store.tenant_ids("", 10).await.unwrap();
+    let mut both = vec![a.clone(), b.clone()];
+    both.sort();
+    assert_eq!(ids, both);
+    assert_eq!(
+        app.store.tenant_ids(both[0].as_str(), 10).await.unwrap(),
+        [both[1].clone()]
+    );
+
+    let row = |t: TenantId| {
+        let app = &app;
+        async move {
+            app.store
+                .sealed_values(&t, SealedColumn::ClientSecret, "", 1)
+                .await
+                .unwrap()
+                .remove(0)
+        }
+    };
+    let (a1, b1) = (row(a.clone()).await, row(b.clone()).await);
+    assert_eq!((a1.key.as_str(), b1.key.as_str()), ("one", "one"));
+    let replace = |t: TenantId, old: String, new: &'static str| {
+        let app = &app;
+        async move {
+            app.store
+                .replace_sealed(
+                    &t,
+                    SealedColumn::ClientSecret,
+                    &[Replacement {
+                        key: "one".into(),
+                        old,
+                        new: new.into(),
+                    }],
+                )
+                .await
+                .unwrap()
+        }
+    };
+    // A stale value read: nothing written.
+    assert_eq!(replace(a.clone(), b1.sealed.clone(), "x").await, 0);
+    // B's value through tenant A: nothing written (nor the other way).
+    assert_eq!(replace(b.clone(), a1.sealed.clone(), "x").await, 0);
+    assert_eq!(row(a.clone()).await, a1);
+    assert_eq!(row(b.clone()).await, b1);
+    // The value read: written, once.
+    assert_eq!(
+        replace(a.clone(), a1.sealed.clone(), "v2.000000000000.AAAA").await,
+        1
+    );
+    assert_eq!(replace(a.clone(), a1.sealed.clone(), "x").await, 0);
+    assert_eq!(row(a.clone()).await.sealed, "v2.000000000000.AAAA");
+    assert_eq!(row(b.clone()).await, b1);
 }
