@@ -299,6 +299,14 @@ pub fn config_for(db: &FreshDb) -> Config {
             enabled: false,
             ..Default::default()
         },
+        // The suite's upstreams and identity providers run on loopback,
+        // which the egress policy refuses unless the operator allows it:
+        // said here, not left to dev mode (`tests/.../egress.rs` turns it
+        // off again).
+        egress: pinfold_server::config::EgressSettings {
+            allow_loopback: Some(true),
+            ..Default::default()
+        },
         ..Config::default()
     }
 }
@@ -388,6 +396,7 @@ pub fn keyring_of(current: &str, old: &[String]) -> Keyring {
 fn app_router(
     cfg: &Config,
     store: &Store,
+    egress: &Arc<pinfold_egress::Egress>,
     authn: &Arc<Authenticator>,
     keyring: Keyring,
     services: &[Service],
@@ -396,9 +405,9 @@ fn app_router(
     let keyring = Arc::new(keyring);
     let registry =
         pinfold_server::registry_wiring::registry_state(store, keyring.clone(), cfg.limits.clone());
-    let scope =
-        pinfold_server::scope_wiring::scope_state(store, &registry, keyring).expect("scope state");
-    let resolve = pinfold_server::resolve_wiring::resolve_state(store, &registry, &cfg.resolve);
+    let scope = pinfold_server::scope_wiring::scope_state(store, &registry, keyring, egress);
+    let resolve =
+        pinfold_server::resolve_wiring::resolve_state(store, &registry, &cfg.resolve, egress);
     pinfold_server::resolve_wiring::spawn_change_listener(store, &registry, &resolve);
     app::build_for(
         AppContext {
@@ -442,7 +451,12 @@ impl TestApp {
             .await
             .expect("open store");
         mutate_schema(&db).await;
-        let authn = Arc::new(Authenticator::new(issuers, cfg.auth.leeway_secs));
+        let egress = pinfold_server::egress_wiring::egress(&cfg);
+        let authn = Arc::new(Authenticator::new(
+            issuers,
+            cfg.auth.leeway_secs,
+            pinfold_server::egress_wiring::jwks_fetch(&cfg, &egress),
+        ));
         let encryption_key = cfg
             .encryption_key
             .clone()
@@ -452,6 +466,7 @@ impl TestApp {
         let router = app_router(
             &cfg,
             &store,
+            &egress,
             &authn,
             keyring_of(&encryption_key, &encryption_keys_old),
             &Service::ALL,
@@ -520,10 +535,16 @@ impl TestApp {
         let store = pinfold_server::serve::open_store(&cfg)
             .await
             .expect("open store");
-        let authn = Arc::new(Authenticator::new(test_issuers(), cfg.auth.leeway_secs));
+        let egress = pinfold_server::egress_wiring::egress(&cfg);
+        let authn = Arc::new(Authenticator::new(
+            test_issuers(),
+            cfg.auth.leeway_secs,
+            pinfold_server::egress_wiring::jwks_fetch(&cfg, &egress),
+        ));
         let router = app_router(
             &cfg,
             &store,
+            &egress,
             &authn,
             keyring_of(current, old),
             &Service::ALL,
@@ -555,6 +576,7 @@ impl TestApp {
         let router = app_router(
             &cfg,
             &self.store,
+            &pinfold_server::egress_wiring::egress(&cfg),
             &self.authn,
             self.keyring(),
             services,

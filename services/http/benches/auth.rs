@@ -12,6 +12,7 @@ use base64::Engine as _;
 use criterion::{Criterion, criterion_group, criterion_main};
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header};
 use pinfold_http::Authenticator;
+use pinfold_http::auth::JwksFetch;
 use pinfold_http::auth::{ClaimMapping, IssuerConfig, KeySource};
 
 fn bench(c: &mut Criterion) {
@@ -44,7 +45,7 @@ fn bench(c: &mut Criterion) {
         .build()
         .unwrap();
 
-    let cached = Authenticator::new(vec![issuer()], 30);
+    let cached = Authenticator::new(vec![issuer()], 30, JwksFetch::public_only());
     rt.block_on(cached.verify(&token)).unwrap();
     c.bench_function("auth/verify cached token", |b| {
         b.iter(|| rt.block_on(cached.verify(black_box(&token))).unwrap())
@@ -52,7 +53,7 @@ fn bench(c: &mut Criterion) {
 
     c.bench_function("auth/verify EdDSA token (cache miss)", |b| {
         b.iter_batched(
-            || Authenticator::new(vec![issuer()], 30),
+            || Authenticator::new(vec![issuer()], 30, JwksFetch::public_only()),
             |fresh| {
                 let p = rt.block_on(fresh.verify(black_box(&token))).unwrap();
                 // Returned, so the authenticator is dropped outside the timing.

@@ -11,6 +11,7 @@ pub mod auth;
 pub mod bearer;
 pub mod body;
 pub mod cpu;
+pub mod egress;
 pub mod hot;
 pub mod pagination;
 pub mod problem;

@@ -90,6 +90,8 @@ fn benches(c: &mut Criterion) {
         upstream: UpstreamTarget {
             url: up.url(),
             headers: vec![],
+            // The upstream runs on loopback, which only the operator allows.
+            rules: pinfold_egress::Rules::new(pinfold_egress::AllowList::default(), true),
         },
     };
     let engine = Engine::new(EngineConfig::default());

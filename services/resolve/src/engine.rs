@@ -169,8 +169,9 @@ pub struct EngineConfig {
     /// Total time for one upstream exchange, connecting and initializing
     /// included (default 5 s).
     pub upstream_timeout: Duration,
-    /// TCP connect timeout (default 2 s).
-    pub connect_timeout: Duration,
+    /// The server's egress path (its connect timeout applies; default: an
+    /// egress path of its own with the default settings).
+    pub egress: Arc<pinfold_egress::Egress>,
     /// Largest upstream JSON answer, and largest server-sent event of a
     /// streamed one, in bytes (default 1 MiB).
     pub max_response_bytes: usize,
@@ -193,7 +194,7 @@ impl Default for EngineConfig {
             capacity_bytes: capacity,
             tenant_share_bytes: capacity / 4,
             upstream_timeout: Duration::from_secs(5),
-            connect_timeout: Duration::from_secs(2),
+            egress: pinfold_egress::Egress::new(pinfold_egress::EgressConfig::default()),
             max_response_bytes: 1024 * 1024,
             recheck_rate: 0.0,
             fingerprints_per_session: 256,
@@ -329,7 +330,7 @@ impl Engine {
             .build();
         Engine {
             inner: Arc::new(Inner {
-                pool: Pool::new(cfg.connect_timeout, cfg.max_response_bytes),
+                pool: Pool::new(cfg.egress.clone(), cfg.max_response_bytes),
                 cfg,
                 cache,
                 stats,
@@ -625,10 +626,13 @@ async fn connection(
     target: &UpstreamTarget,
 ) -> Result<Arc<Connection>, FetchError> {
     let mut guard = state.conn.lock().await;
-    if let Some(c) = guard.as_ref()
-        && !c.is_closed()
-    {
-        return Ok(c.clone());
+    if let Some(c) = guard.as_ref() {
+        if !c.is_closed() && c.opened_under(&target.rules) {
+            return Ok(c.clone());
+        }
+        // The tenant's egress rules changed since it was opened: what the
+        // new rules refuse must not stay reachable through it.
+        c.close();
     }
     let weak_inner: Weak<Inner> = Arc::downgrade(inner);
     let weak_state: Weak<SessionState> = Arc::downgrade(state);

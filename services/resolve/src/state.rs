@@ -129,6 +129,10 @@ pub struct ResolveState {
     pub config: Arc<ResolveConfig>,
     /// The resolve engine: cache, upstream connections, checks.
     pub engine: Arc<Engine>,
+    /// The egress path and each tenant's rules: session upstreams are
+    /// checked against them when a session opens, and every connection is
+    /// made under them.
+    pub egress: pinfold_http::egress::TenantEgress,
     /// Prepared signatures by digest (a digest names immutable content).
     /// Behind an `Arc` like every other member: axum clones the state for
     /// every request, and cloning a moka cache itself costs several atomic

@@ -39,6 +39,8 @@ fn ctx(up: &Running, session: &str, mode: Mode, cache: CachePolicy) -> SessionCt
         upstream: UpstreamTarget {
             url: up.url(),
             headers: vec![("x-upstream-key".into(), "k".into())],
+            // The upstream runs on loopback, which only the operator allows.
+            rules: pinfold_egress::Rules::new(pinfold_egress::AllowList::default(), true),
         },
     }
 }

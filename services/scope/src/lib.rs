@@ -10,15 +10,18 @@
 //! - [`store`]: the storage contract ([`store::ScopeStore`]);
 //! - [`config`]: the service's limits ([`config::ScopeConfig`]);
 //! - [`state`]: what the handlers share, and what the server provides
-//!   ([`state::Sealer`], [`state::Signatures`], the provider URL policy);
+//!   ([`state::Sealer`], [`state::Signatures`], the egress path and each
+//!   tenant's rules);
 //! - [`oauth`]: discovery (RFC 8414, OpenID Connect), authorization
 //!   requests with PKCE S256 and RFC 8707 `resource`, the code exchange
-//!   (the `oauth2` crate over a client that follows no redirect), and the
-//!   shape of the provider URL policy it applies ([`oauth::UrlPolicy`]);
+//!   (the `oauth2` crate over the egress path, which follows no redirect),
+//!   and the check of a URL a provider's credentials go to
+//!   ([`oauth::provider_url`]);
 //! - [`routes`]: the HTTP handlers.
 //!
-//! Like every service crate it may depend on `pinfold-core` and
-//! `pinfold-http`, never on another service crate and never on SQL.
+//! Like every service crate it may depend on `pinfold-core`,
+//! `pinfold-http` and `pinfold-egress`, never on another service crate and
+//! never on SQL.
 
 pub mod config;
 pub mod error;
@@ -32,7 +35,7 @@ pub mod store;
 
 pub use config::ScopeConfig;
 pub use model::{GrantRow, GrantStatus, Preset, Profile, ProviderRow, StateRow};
-pub use oauth::UrlPolicy;
+pub use oauth::Outbound;
 pub use providers::{ProviderView, Providers};
 pub use state::{
     ScopeState, Sealer, SessionResolved, SessionTools, Signatures, VersionTools, secret_context,

@@ -1,9 +1,9 @@
 //! OAuth 2.0 towards a provider's authorization server, with the `oauth2`
-//! crate over our own HTTP client: metadata discovery (RFC 8414, then
+//! crate over the server's egress path (`pinfold-egress`): metadata discovery (RFC 8414, then
 //! OpenID Connect discovery), the authorization request with PKCE S256
 //! (RFC 7636) and an RFC 8707 `resource`, and the code exchange.
 //!
-//! The HTTP client follows no redirect: a token endpoint answering `302`
+//! The egress path follows no redirect: a token endpoint answering `302`
 //! is an error, never a hop to wherever it points (the code, the verifier
 //! and the client secret would travel with it).
 
@@ -24,29 +24,49 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use sha2::{Digest as _, Sha256};
 
-use crate::config::ScopeConfig;
+use pinfold_egress::EgressError;
+
 use crate::model::EndpointSource;
 
-/// Which URLs Pinfold agrees to contact for a provider (its issuer, the
-/// discovered or configured authorization and token endpoints), checked
-/// when a profile is written, after discovery and again before a grant.
-/// The server hands in its provider URL policy: an absolute `https://` URL
-/// to any host, plain `http://` only to loopback (`localhost`,
-/// `127.0.0.0/8`, `::1`), never user info (`user:password@`) in the URL.
-/// It judges the URL as written: it resolves no name and refuses no
-/// address range, so it is no protection against requests to internal
-/// hosts.
-pub type UrlPolicy = Arc<dyn Fn(&str) -> Result<url::Url, String> + Send + Sync>;
+/// One tenant's way out to authorization servers: the server's egress
+/// path under the tenant's rules (public addresses, its `egress_allow`,
+/// loopback only when the operator allows it), with the scope service's
+/// timeout and answer size.
+#[derive(Clone)]
+pub struct Outbound {
+    /// The server's egress path.
+    pub egress: Arc<pinfold_egress::Egress>,
+    /// The tenant's rules.
+    pub rules: pinfold_egress::Rules,
+    /// Timeout of one request.
+    pub timeout: Duration,
+    /// Largest metadata or token response read.
+    pub max: usize,
+}
 
-/// The HTTP client towards authorization servers: no redirects, bounded
-/// connect and total time.
-pub fn http_client(config: &ScopeConfig) -> Result<reqwest::Client, String> {
-    reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .connect_timeout(Duration::from_secs(5).min(config.http_timeout))
-        .timeout(config.http_timeout)
-        .build()
-        .map_err(|e| format!("cannot build the OAuth HTTP client: {e}"))
+/// Checks a URL Pinfold will send a provider's credentials to (issuer,
+/// authorization and token endpoints), when a profile is written, after
+/// discovery and again before a grant: an absolute `http(s)` URL without
+/// user info; plain `http://` only to a host the tenant's `egress_allow`
+/// names (or loopback, when the operator allows it), since the client
+/// secret and the code travel to it. Which addresses it may reach is judged
+/// when a request is made, and a refusal then reads as "unreachable", like
+/// a closed port: a profile write must not tell a caller which internal
+/// addresses answer.
+pub fn provider_url(out: &Outbound, raw: &str) -> Result<url::Url, String> {
+    let url = url::Url::parse(raw.trim()).map_err(|e| format!("{raw:?} is not a URL ({e})"))?;
+    out.egress
+        .admit_form(&out.rules, &url, true)
+        .map_err(|e| match e {
+            EgressError::InvalidUrl => format!(
+                "{raw:?} must be an http:// or https:// URL with a host and without credentials"
+            ),
+            EgressError::PlainCredentials => format!(
+                "{raw:?} must be https (plain http only to a host the tenant's egress_allow names)"
+            ),
+            other => format!("{raw:?}: {other}"),
+        })?;
+    Ok(url)
 }
 
 /// Why talking to an authorization server failed.
@@ -57,71 +77,53 @@ pub enum HttpError {
         "answered HTTP {0} (a redirect); Pinfold follows no redirect from an authorization server"
     )]
     Redirect(u16),
-    /// It could not be reached, or the exchange broke off.
-    #[error("unreachable: {0}")]
-    Transport(String),
+    /// It could not be reached (or the egress policy refused it: the two
+    /// read the same), or the exchange broke off.
+    #[error("{0}")]
+    Transport(EgressError),
     /// It answered more than the configured limit.
     #[error("answered more than {0} bytes")]
     TooLarge(usize),
 }
 
-/// Reads a response body up to `max` bytes.
-async fn read_capped(mut resp: reqwest::Response, max: usize) -> Result<Vec<u8>, HttpError> {
-    let mut out = Vec::new();
-    while let Some(chunk) = resp
-        .chunk()
-        .await
-        .map_err(|e| HttpError::Transport(without_url(&e)))?
-    {
-        if out.len() + chunk.len() > max {
-            return Err(HttpError::TooLarge(max));
+impl From<EgressError> for HttpError {
+    fn from(e: EgressError) -> Self {
+        match e {
+            EgressError::Redirect(s) => HttpError::Redirect(s),
+            EgressError::TooLarge(n) => HttpError::TooLarge(n),
+            // "not allowed" and "unreachable" read the same to the caller:
+            // a refused address must not be told from a closed port.
+            EgressError::NotAllowed | EgressError::PlainCredentials => {
+                HttpError::Transport(EgressError::Unreachable)
+            }
+            other => HttpError::Transport(other),
         }
-        out.extend_from_slice(&chunk);
-    }
-    Ok(out)
-}
-
-/// A reqwest error's text without the URL (a query may hold a credential;
-/// the caller names the endpoint itself).
-fn without_url(e: &reqwest::Error) -> String {
-    let mut s = e.to_string();
-    if let Some(u) = e.url() {
-        s = s.replace(u.as_str(), "<endpoint>");
-    }
-    if e.is_timeout() {
-        "timed out".into()
-    } else if e.is_connect() {
-        "connection failed".into()
-    } else {
-        s
     }
 }
 
-/// Sends one `oauth2` request over `client` (the `AsyncHttpClient` the
-/// crate is handed).
+/// Sends one request (the `oauth2` crate's, or discovery's) through the
+/// egress path: no redirect followed, the answer read up to the limit.
 async fn send(
-    client: reqwest::Client,
-    max: usize,
+    out: Outbound,
+    credentials: bool,
     req: oauth2::HttpRequest,
 ) -> Result<oauth2::HttpResponse, HttpError> {
     let (parts, body) = req.into_parts();
-    let resp = client
-        .request(parts.method, parts.uri.to_string())
+    let url = url::Url::parse(&parts.uri.to_string()).map_err(|_| EgressError::InvalidUrl)?;
+    let builder = out
+        .egress
+        .request(&out.rules, parts.method, url, credentials)?
         .headers(parts.headers)
         .body(body)
-        .send()
-        .await
-        .map_err(|e| HttpError::Transport(without_url(&e)))?;
+        .timeout(out.timeout);
+    let mut resp = out.egress.send(builder).await?;
     let status = resp.status();
-    if status.is_redirection() {
-        return Err(HttpError::Redirect(status.as_u16()));
-    }
     let headers = resp.headers().clone();
-    let bytes = read_capped(resp, max).await?;
-    let mut out = http::Response::new(bytes);
-    *out.status_mut() = status;
-    *out.headers_mut() = headers;
-    Ok(out)
+    let bytes = pinfold_egress::read_body(&mut resp, out.max).await?;
+    let mut answer = http::Response::new(bytes);
+    *answer.status_mut() = status;
+    *answer.headers_mut() = headers;
+    Ok(answer)
 }
 
 /// Endpoints found by discovery.
@@ -176,29 +178,36 @@ struct Metadata {
     code_challenge_methods_supported: Option<Vec<String>>,
 }
 
-/// Discovers the endpoints of `issuer` (already checked against the URL
-/// policy). The metadata's `issuer` must be identical to the one asked for
-/// (RFC 8414 §3.3), it must list `S256` in
+/// Discovers the endpoints of `issuer` (already checked with
+/// [`provider_url`]). The metadata's `issuer` must be identical to the one
+/// asked for (RFC 8414 §3.3), it must list `S256` in
 /// `code_challenge_methods_supported` (metadata without it is refused:
-/// Pinfold only sends PKCE S256), and both endpoints must pass `policy`.
-pub async fn discover(
-    client: &reqwest::Client,
-    policy: &UrlPolicy,
-    config: &ScopeConfig,
-    issuer: &str,
-) -> Result<Discovered, DiscoveryError> {
-    let parsed = policy(issuer).map_err(DiscoveryError::Invalid)?;
+/// Pinfold only sends PKCE S256), and both endpoints must pass
+/// [`provider_url`].
+///
+/// A metadata URL that cannot be fetched is reported as "unreachable",
+/// whether no connection could be made or the egress policy refused the
+/// address a name resolved to: discovery must not tell a caller which
+/// internal ports answer.
+pub async fn discover(out: &Outbound, issuer: &str) -> Result<Discovered, DiscoveryError> {
+    let parsed = provider_url(out, issuer).map_err(DiscoveryError::Invalid)?;
     let mut tried = Vec::new();
     for (source, url) in metadata_urls(&parsed) {
-        let resp = match client
-            .get(&url)
-            .header(http::header::ACCEPT, "application/json")
-            .send()
-            .await
-        {
+        let mut req = http::Request::new(Vec::new());
+        *req.method_mut() = http::Method::GET;
+        let Ok(uri) = url.parse() else {
+            tried.push(format!("{url}: not a URL"));
+            continue;
+        };
+        *req.uri_mut() = uri;
+        req.headers_mut().insert(
+            http::header::ACCEPT,
+            http::HeaderValue::from_static("application/json"),
+        );
+        let resp = match send(out.clone(), false, req).await {
             Ok(r) => r,
             Err(e) => {
-                tried.push(format!("{url}: {}", without_url(&e)));
+                tried.push(format!("{url}: {e}"));
                 continue;
             }
         };
@@ -207,13 +216,7 @@ pub async fn discover(
             tried.push(format!("{url}: HTTP {}", status.as_u16()));
             continue;
         }
-        let bytes = match read_capped(resp, config.max_response_bytes).await {
-            Ok(b) => b,
-            Err(e) => {
-                tried.push(format!("{url}: {e}"));
-                continue;
-            }
-        };
+        let bytes = resp.into_body();
         let meta: Metadata = match serde_json::from_slice(&bytes) {
             Ok(m) => m,
             Err(_) => {
@@ -245,7 +248,8 @@ pub async fn discover(
             ("authorization_endpoint", &auth),
             ("token_endpoint", &token),
         ] {
-            policy(u).map_err(|e| DiscoveryError::Invalid(format!("{url}: {name}: {e}")))?;
+            provider_url(out, u)
+                .map_err(|e| DiscoveryError::Invalid(format!("{url}: {name}: {e}")))?;
         }
         return Ok(Discovered {
             authorization_endpoint: auth,
@@ -382,17 +386,16 @@ pub enum ExchangeError {
 }
 
 /// Exchanges `code` (RFC 6749 §4.1.3) with the PKCE verifier and the
-/// `resource`, over `http` (which follows no redirect).
+/// `resource`, through the egress path (which follows no redirect).
 pub async fn exchange(
-    http: &reqwest::Client,
-    max: usize,
+    out: &Outbound,
     c: &ClientConfig<'_>,
     code: &str,
     verifier: String,
     resource: Option<&str>,
 ) -> Result<TokenResponse, ExchangeError> {
     let client = client(c).map_err(ExchangeError::Config)?;
-    let sender = |req: oauth2::HttpRequest| send(http.clone(), max, req);
+    let sender = |req: oauth2::HttpRequest| send(out.clone(), true, req);
     let mut req = client
         .exchange_code(AuthorizationCode::new(code.to_owned()))
         .set_pkce_verifier(PkceCodeVerifier::new(verifier));

@@ -10,7 +10,7 @@ use pinfold_http::problem::{ApiError, FieldError};
 use serde_json::Value;
 
 use crate::config::ScopeConfig;
-use crate::oauth::UrlPolicy;
+use crate::oauth::Outbound;
 use crate::providers::Providers;
 use crate::store::ScopeStore;
 
@@ -106,11 +106,9 @@ pub struct ScopeState {
     pub store: Arc<dyn ScopeStore>,
     /// Seals client secrets and PKCE verifiers.
     pub sealer: Arc<dyn Sealer>,
-    /// The provider URL policy (see [`UrlPolicy`]).
-    pub url_policy: UrlPolicy,
-    /// The HTTP client towards authorization servers (it follows no
-    /// redirect).
-    pub http: reqwest::Client,
+    /// The egress path and each tenant's rules: every request to an
+    /// authorization server goes out through it.
+    pub egress: pinfold_http::egress::TenantEgress,
     /// Limits.
     pub config: Arc<ScopeConfig>,
     /// Resolve sessions, when the resolve service runs in this process
@@ -119,25 +117,34 @@ pub struct ScopeState {
 }
 
 impl ScopeState {
-    /// A state over `store` and `sealer`, with the HTTP client built here.
+    /// A state over `store` and `sealer`, reaching authorization servers
+    /// through `egress`.
     pub fn new(
         signatures: Arc<dyn Signatures>,
         providers: Arc<dyn Providers>,
         store: Arc<dyn ScopeStore>,
         sealer: Arc<dyn Sealer>,
-        url_policy: UrlPolicy,
+        egress: pinfold_http::egress::TenantEgress,
         config: ScopeConfig,
-    ) -> Result<Self, String> {
-        let http = crate::oauth::http_client(&config)?;
-        Ok(ScopeState {
+    ) -> Self {
+        ScopeState {
             signatures,
             providers,
             store,
             sealer,
-            url_policy,
-            http,
+            egress,
             config: Arc::new(config),
             sessions: None,
+        }
+    }
+
+    /// The way out for `tenant`'s requests to authorization servers.
+    pub async fn outbound(&self, tenant: &TenantId) -> Result<Outbound, ApiError> {
+        Ok(Outbound {
+            egress: self.egress.egress.clone(),
+            rules: self.egress.rules(tenant).await?,
+            timeout: self.config.http_timeout,
+            max: self.config.max_response_bytes,
         })
     }
 

@@ -222,6 +222,11 @@ async fn serve(args: ServeArgs) -> anyhow::Result<i32> {
     } else {
         "/readyz"
     };
+    let egress_line = if cfg.egress_loopback() {
+        "public addresses, tenants' egress_allow, and loopback (development; [egress] allow_loopback)"
+    } else {
+        "public addresses and tenants' egress_allow"
+    };
     let running = crate::serve::start(cfg, None).await?;
     let base = format!("http://{}", running.addr);
     let mut out = std::io::stdout().lock();
@@ -239,6 +244,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<i32> {
         out,
         "  API docs:  {base}/docs   (OpenAPI: {base}/openapi.json)"
     )?;
+    writeln!(out, "  egress:    {egress_line}")?;
     if let Some(t) = &running.dev_tokens {
         writeln!(
             out,

@@ -12,6 +12,7 @@ pub mod conn_timer;
 pub mod contract;
 pub mod devkeys;
 pub mod edge;
+pub mod egress_wiring;
 pub mod fastpath;
 pub mod metrics;
 pub mod protected_resource;

@@ -122,6 +122,7 @@ pub fn resolve_state(
     store: &Store,
     registry: &RegistryState,
     settings: &ResolveSettings,
+    egress: &Arc<pinfold_egress::Egress>,
 ) -> ResolveState {
     let limits = &registry.limits;
     ResolveState {
@@ -141,7 +142,7 @@ pub fn resolve_state(
             capacity_bytes: settings.cache_capacity_bytes,
             tenant_share_bytes: settings.cache_tenant_share_bytes(),
             upstream_timeout: Duration::from_millis(settings.upstream_timeout_ms),
-            connect_timeout: Duration::from_millis(settings.upstream_connect_timeout_ms),
+            egress: egress.clone(),
             max_response_bytes: usize::try_from(settings.upstream_max_response_bytes)
                 .unwrap_or(usize::MAX),
             recheck_rate: settings.recheck_rate,
@@ -149,6 +150,7 @@ pub fn resolve_state(
             ..EngineConfig::default()
         })),
         prepared: pinfold_resolve::state::prepared_cache(),
+        egress: crate::egress_wiring::tenant_egress(egress, store.tenants()),
     }
 }
 

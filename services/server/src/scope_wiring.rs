@@ -2,10 +2,9 @@
 //! provider profiles over the scope store (a preset's name with no stored
 //! profile serves the bare preset), secret sealing over the server's
 //! keyring (the same AES-256-GCM key, bound to tenant and provider or
-//! grant), the provider URL policy ([`crate::url_policy::trusted_fetch_url`]:
-//! `https://`, plain `http://` only to loopback, no credentials) for
-//! provider URLs, and plans through resolve sessions over the resolve
-//! service ([`ResolveSessions`]).
+//! grant), the egress path under each tenant's rules for every request to
+//! an authorization server ([`crate::egress_wiring`]), and plans through
+//! resolve sessions over the resolve service ([`ResolveSessions`]).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -158,17 +157,17 @@ pub fn scope_state(
     store: &Store,
     registry: &RegistryState,
     keyring: Arc<Keyring>,
-) -> anyhow::Result<ScopeState> {
+    egress: &Arc<pinfold_egress::Egress>,
+) -> ScopeState {
     let scope = store.scope();
     ScopeState::new(
         Arc::new(RegistryTools(registry.clone())),
         Arc::new(StoreProviders(scope.clone())),
         scope,
         Arc::new(KeyringSealer(keyring)),
-        Arc::new(|raw: &str| crate::url_policy::trusted_fetch_url(raw)),
+        crate::egress_wiring::tenant_egress(egress, store.tenants()),
         ScopeConfig::default(),
     )
-    .map_err(anyhow::Error::msg)
 }
 
 /// Deletes expired single-use grant states in the background, a batch at a

@@ -64,7 +64,11 @@ impl Running {
 }
 
 /// Builds the authenticator from configuration (plus the dev issuer).
-pub fn authenticator(cfg: &Config, dev_key: Option<&DevKey>) -> anyhow::Result<Authenticator> {
+pub fn authenticator(
+    cfg: &Config,
+    dev_key: Option<&DevKey>,
+    egress: &Arc<pinfold_egress::Egress>,
+) -> anyhow::Result<Authenticator> {
     let mut issuers = issuer_configs(cfg)?;
     if let Some(key) = dev_key {
         // `Config::validate` refuses this too; the authenticator keys issuers
@@ -80,7 +84,11 @@ pub fn authenticator(cfg: &Config, dev_key: Option<&DevKey>) -> anyhow::Result<A
             mapping: ClaimMapping::FromToken,
         });
     }
-    Ok(Authenticator::new(issuers, cfg.auth.leeway_secs))
+    Ok(Authenticator::new(
+        issuers,
+        cfg.auth.leeway_secs,
+        crate::egress_wiring::jwks_fetch(cfg, egress),
+    ))
 }
 
 /// The configured issuers (`[[auth.issuers]]`), keys and claim mappings
@@ -173,7 +181,8 @@ pub async fn start(cfg: Config, listener: Option<TcpListener>) -> anyhow::Result
     } else {
         None
     };
-    let authn = Arc::new(authenticator(&cfg, dev_key.as_ref())?);
+    let egress = crate::egress_wiring::egress(&cfg);
+    let authn = Arc::new(authenticator(&cfg, dev_key.as_ref(), &egress)?);
     let dev_tokens = match &dev_key {
         Some(key) => Some(ensure_dev_tenant(&store, key).await?),
         None => None,
@@ -186,8 +195,8 @@ pub async fn start(cfg: Config, listener: Option<TcpListener>) -> anyhow::Result
     );
     let registry =
         crate::registry_wiring::registry_state(&store, keyring.clone(), cfg.limits.clone());
-    let scope = crate::scope_wiring::scope_state(&store, &registry, keyring)?;
-    let resolve = crate::resolve_wiring::resolve_state(&store, &registry, &cfg.resolve);
+    let scope = crate::scope_wiring::scope_state(&store, &registry, keyring, &egress);
+    let resolve = crate::resolve_wiring::resolve_state(&store, &registry, &cfg.resolve, &egress);
     crate::resolve_wiring::spawn_change_listener(&store, &registry, &resolve);
     let purge = crate::resolve_wiring::spawn_session_purge(&store, Duration::from_secs(600));
     let purge_states = crate::scope_wiring::spawn_state_purge(&store, Duration::from_secs(600));

@@ -1,17 +1,14 @@
-//! Which URLs the server agrees to fetch from or export to: the shape of
-//! an `http(s)` URL ([`http_url`]: what `public_url` and the OTLP endpoints
-//! must be, and what an issuer must be to be named as an authorization
-//! server), and the
-//! provider URL policy ([`trusted_fetch_url`]) that JWKS URLs and the scope
-//! service's provider URLs (issuer, authorization and token endpoints) must
-//! pass: `https://` to any host, plain `http://` only to loopback, never
-//! credentials in the URL.
+//! Which URLs the operator may configure: the shape of an `http(s)` URL
+//! ([`http_url`]: what `public_url` and the OTLP endpoints must be, and
+//! what an issuer must be to be named as an authorization server), and the
+//! check of a configured JWKS URL ([`trusted_fetch_url`]): `https://` to
+//! any host, plain `http://` only to loopback, never credentials in the
+//! URL.
 //!
-//! These are checks of the URL as written, not an egress policy: no name is
-//! resolved and no address range is refused, so an `https://` URL to a
-//! private or link-local address passes. The upstream URLs of resolve
-//! sessions are not checked here at all (the resolve service only requires
-//! an `http(s)` URL with a host, no credentials and no fragment).
+//! These are checks of configuration as written. Where a request may
+//! actually go is the egress path's to decide (`pinfold-egress`, wired in
+//! [`crate::egress_wiring`]): every outbound request, JWKS fetches
+//! included, is judged there by the addresses it connects to.
 //!
 //! URLs are parsed (WHATWG rules, the same parser the HTTP client uses), never
 //! compared as strings: `http://localhost.evil.com` is a host under
@@ -55,10 +52,9 @@ fn ipv6_is_loopback(ip: &Ipv6Addr) -> bool {
     ip.is_loopback() || ip.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback())
 }
 
-/// The provider URL policy: a URL keys are fetched from (a JWKS) or the
-/// scope service contacts for a provider: `https://` anywhere, plain
-/// `http://` only to this machine ([`is_loopback`]: a local identity
-/// provider in development), never with credentials.
+/// A configured JWKS URL: `https://` anywhere, plain `http://` only to
+/// this machine ([`is_loopback`]: a local identity provider in
+/// development), never with credentials.
 pub fn trusted_fetch_url(raw: &str) -> Result<Url, String> {
     let url = http_url(raw)?;
     let local = url.host().is_some_and(|h| is_loopback(&h));

@@ -41,7 +41,11 @@ fn overrides_json(p: &Policy) -> Result<String, StoreError> {
     serde_json::to_string(&p.overrides).map_err(|e| StoreError::Other(e.to_string()))
 }
 
-const POLICY_COLUMNS: &str = "enforcement_mode, approval_required, overrides::text AS overrides, revision, updated_at, updated_by";
+fn egress_json(p: &Policy) -> Result<String, StoreError> {
+    serde_json::to_string(&p.egress_allow).map_err(|e| StoreError::Other(e.to_string()))
+}
+
+const POLICY_COLUMNS: &str = "enforcement_mode, approval_required, overrides::text AS overrides, egress_allow::text AS egress_allow, revision, updated_at, updated_by";
 
 #[async_trait]
 impl TenantStore for PgStore {
@@ -67,13 +71,14 @@ impl TenantStore for PgStore {
         .map_err(err)?;
         sqlx::query(
             "INSERT INTO tenant_policies
-             (tenant_id, enforcement_mode, approval_required, overrides, revision, updated_at, updated_by)
-             VALUES ($1, $2, $3, $4::jsonb, 1, $5, $6)",
+             (tenant_id, enforcement_mode, approval_required, overrides, egress_allow, revision, updated_at, updated_by)
+             VALUES ($1, $2, $3, $4::jsonb, $5::jsonb, 1, $6, $7)",
         )
         .bind(tenant.as_str())
         .bind(policy.enforcement_mode.as_str())
         .bind(policy.approval_required)
         .bind(overrides_json(policy)?)
+        .bind(egress_json(policy)?)
         .bind(at.millis())
         .bind(actor)
         .execute(&mut *tx)
@@ -130,6 +135,7 @@ impl TenantStore for PgStore {
         let row = sqlx::query_as::<_, PolicyRow>(sqlx::AssertSqlSafe(format!(
             "UPDATE tenant_policies
              SET enforcement_mode = $1, approval_required = $2, overrides = $3::jsonb,
+                 egress_allow = $8::jsonb,
                  revision = revision + 1, updated_at = $4, updated_by = $5
              WHERE tenant_id = $6 AND ($7::bigint IS NULL OR revision = $7)
              RETURNING {POLICY_COLUMNS}"
@@ -141,6 +147,7 @@ impl TenantStore for PgStore {
         .bind(actor)
         .bind(tenant.as_str())
         .bind(expected_revision)
+        .bind(egress_json(policy)?)
         .fetch_optional(&mut *tx)
         .await
         .map_err(err)?;

@@ -33,8 +33,9 @@ impl TryFrom<TenantRow> for TenantRecord {
     }
 }
 
-/// `enforcement_mode, approval_required, overrides, revision, updated_at,
-/// updated_by` of `tenant_policies` (`overrides` as JSON text).
+/// `enforcement_mode, approval_required, overrides, egress_allow,
+/// revision, updated_at, updated_by` of `tenant_policies` (`overrides` and
+/// `egress_allow` as JSON text).
 #[derive(Debug, sqlx::FromRow)]
 pub struct PolicyRow {
     /// Wire spelling of the mode.
@@ -43,6 +44,8 @@ pub struct PolicyRow {
     pub approval_required: bool,
     /// `PolicyOverrides` as JSON text.
     pub overrides: String,
+    /// The egress allow-list as a JSON array of strings.
+    pub egress_allow: String,
     /// Revision.
     pub revision: i64,
     /// Milliseconds since the epoch.
@@ -63,6 +66,8 @@ impl TryFrom<PolicyRow> for PolicyRecord {
                 approval_required: r.approval_required,
                 overrides: serde_json::from_str(&r.overrides)
                     .map_err(|e| corrupt("overrides", e))?,
+                egress_allow: serde_json::from_str(&r.egress_allow)
+                    .map_err(|e| corrupt("egress_allow", e))?,
             },
             revision: r.revision,
             updated_at: Timestamp::from_millis(r.updated_at),
@@ -115,6 +120,7 @@ mod tests {
             enforcement_mode: mode.into(),
             approval_required: false,
             overrides: overrides.into(),
+            egress_allow: r#"["10.0.0.0/8"]"#.into(),
             revision: 4,
             updated_at: 5,
             updated_by: "op".into(),
@@ -131,6 +137,7 @@ mod tests {
         assert_eq!(rec.policy.enforcement_mode, Mode::Strict);
         assert_eq!(rec.policy.mode_for("a/b"), Mode::Advisory);
         assert!(!rec.policy.approval_required);
+        assert_eq!(rec.policy.egress_allow, ["10.0.0.0/8"]);
         assert_eq!((rec.revision, rec.updated_at.millis()), (4, 5));
     }
 

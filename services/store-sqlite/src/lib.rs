@@ -143,6 +143,10 @@ fn overrides_json(p: &Policy) -> Result<String, StoreError> {
     serde_json::to_string(&p.overrides).map_err(|e| StoreError::Other(e.to_string()))
 }
 
+fn egress_json(p: &Policy) -> Result<String, StoreError> {
+    serde_json::to_string(&p.egress_allow).map_err(|e| StoreError::Other(e.to_string()))
+}
+
 #[async_trait]
 impl TenantStore for SqliteStore {
     async fn create_tenant(
@@ -164,13 +168,14 @@ impl TenantStore for SqliteStore {
             .map_err(err)?;
         sqlx::query(
             "INSERT INTO tenant_policies
-             (tenant_id, enforcement_mode, approval_required, overrides, revision, updated_at, updated_by)
-             VALUES (?, ?, ?, ?, 1, ?, ?)",
+             (tenant_id, enforcement_mode, approval_required, overrides, egress_allow, revision, updated_at, updated_by)
+             VALUES (?, ?, ?, ?, ?, 1, ?, ?)",
         )
         .bind(tenant.as_str())
         .bind(policy.enforcement_mode.as_str())
         .bind(policy.approval_required as i64)
         .bind(overrides_json(policy)?)
+        .bind(egress_json(policy)?)
         .bind(at.millis())
         .bind(actor)
         .execute(&mut *tx)
@@ -204,7 +209,7 @@ impl TenantStore for SqliteStore {
 
     async fn policy(&self, tenant: &TenantId) -> Result<Option<PolicyRecord>, StoreError> {
         let row = sqlx::query_as::<_, PolicyRow>(
-            "SELECT enforcement_mode, approval_required, overrides, revision, updated_at, updated_by
+            "SELECT enforcement_mode, approval_required, overrides, egress_allow, revision, updated_at, updated_by
              FROM tenant_policies WHERE tenant_id = ?",
         )
         .bind(tenant.as_str())
@@ -237,14 +242,15 @@ impl TenantStore for SqliteStore {
         }
         let row = sqlx::query_as::<_, PolicyRow>(
             "UPDATE tenant_policies
-             SET enforcement_mode = ?, approval_required = ?, overrides = ?,
+             SET enforcement_mode = ?, approval_required = ?, overrides = ?, egress_allow = ?,
                  revision = revision + 1, updated_at = ?, updated_by = ?
              WHERE tenant_id = ?
-             RETURNING enforcement_mode, approval_required, overrides, revision, updated_at, updated_by",
+             RETURNING enforcement_mode, approval_required, overrides, egress_allow, revision, updated_at, updated_by",
         )
         .bind(policy.enforcement_mode.as_str())
         .bind(policy.approval_required as i64)
         .bind(overrides_json(policy)?)
+        .bind(egress_json(policy)?)
         .bind(at.millis())
         .bind(actor)
         .bind(tenant.as_str())

@@ -97,6 +97,26 @@ pub struct PolicyOverrides {
     pub servers: BTreeMap<String, ServerOverride>,
 }
 
+/// `egress_allow`: host names, `*.suffix` patterns, IP addresses and CIDR
+/// blocks (what `pinfold_egress::AllowList::parse` accepts; the pattern
+/// states the characters, the server checks the form of each entry).
+fn egress_allow_schema() -> Schema {
+    utoipa::openapi::schema::ArrayBuilder::new()
+        .items(
+            ObjectBuilder::new()
+                .schema_type(Type::String)
+                .min_length(Some(1))
+                .max_length(Some(253))
+                .pattern(Some(r"^(\*\.)?[A-Za-z0-9_.:/\[\]-]+$")),
+        )
+        .max_items(Some(64))
+        .description(Some(
+            "Where this tenant's outbound requests (session upstreams, identity providers) may go besides public addresses: host names (`notes.internal.example`), `*.suffix` patterns, IP addresses and CIDR blocks (`10.20.0.0/16`). Credentials travel over plain `http` only to hosts named here. At most 64 entries.",
+        ))
+        .examples([serde_json::json!(["notes.internal.example", "*.corp.example", "10.20.0.0/16"])])
+        .into()
+}
+
 /// A tenant's policy.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -109,6 +129,14 @@ pub struct Policy {
     /// Per-server overrides.
     #[serde(default)]
     pub overrides: PolicyOverrides,
+    /// Where this tenant's outbound requests (session upstreams, identity
+    /// providers) may go besides public addresses: host names
+    /// (`notes.internal.example`), `*.suffix` patterns, IP addresses and
+    /// CIDR blocks (`10.20.0.0/16`). Credentials travel over plain `http`
+    /// only to hosts named here. At most 64 entries.
+    #[serde(default)]
+    #[schema(max_items = 64, value_type = Vec<String>, example = json!(["notes.internal.example", "*.corp.example", "10.20.0.0/16"]))]
+    pub egress_allow: Vec<String>,
 }
 
 impl Policy {
@@ -143,6 +171,7 @@ impl Default for Policy {
             enforcement_mode: Mode::Permissive,
             approval_required: true,
             overrides: PolicyOverrides::default(),
+            egress_allow: Vec::new(),
         }
     }
 }
@@ -189,6 +218,7 @@ impl PartialSchema for PolicyRecord {
                 "overrides",
                 utoipa::openapi::Ref::from_schema_name("PolicyOverrides"),
             )
+            .property("egress_allow", egress_allow_schema())
             .property(
                 "revision",
                 ObjectBuilder::new()
@@ -216,6 +246,7 @@ impl PartialSchema for PolicyRecord {
             .required("enforcement_mode")
             .required("approval_required")
             .required("overrides")
+            .required("egress_allow")
             .required("revision")
             .required("updated_at")
             .required("updated_by")
@@ -335,6 +366,7 @@ mod tests {
                     })
                     .collect(),
             },
+            egress_allow: Vec::new(),
         }
     }
 

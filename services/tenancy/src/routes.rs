@@ -155,6 +155,25 @@ fn validate_policy(policy: &Policy) -> Result<(), ApiError> {
             }
         }
     }
+    for (index, entry) in policy.egress_allow.iter().enumerate() {
+        if let Err(e) = pinfold_egress::AllowList::parse([entry.as_str()]) {
+            errors.push(FieldError {
+                pointer: format!("/egress_allow/{index}"),
+                code: "invalid_egress_entry".into(),
+                message: match e {
+                    pinfold_egress::AllowListError::TooMany => e.to_string(),
+                    _ => "a host name, a *.suffix pattern, an IP address or a CIDR block".into(),
+                },
+            });
+        }
+    }
+    if policy.egress_allow.len() > pinfold_egress::policy::MAX_ENTRIES {
+        errors.push(FieldError {
+            pointer: "/egress_allow".into(),
+            code: "too_many".into(),
+            message: format!("at most {} entries", pinfold_egress::policy::MAX_ENTRIES),
+        });
+    }
     if errors.is_empty() {
         Ok(())
     } else {

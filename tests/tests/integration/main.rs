@@ -4,6 +4,7 @@
 mod auth;
 mod capture;
 mod cli;
+mod egress;
 mod faults;
 mod input;
 mod isolation;

@@ -8,7 +8,7 @@ use axum::http::HeaderValue;
 
 use super::cache::TokenCache;
 use super::error::AuthError;
-use super::issuer::IssuerConfig;
+use super::issuer::{IssuerConfig, JwksFetch};
 use super::principal::Principal;
 use super::verify::Verifier;
 use crate::bearer;
@@ -25,11 +25,12 @@ pub struct Authenticator {
 }
 
 impl Authenticator {
-    /// Builds an authenticator. `leeway_secs` is clamped to 30 seconds.
-    pub fn new(issuers: Vec<IssuerConfig>, leeway_secs: u64) -> Self {
+    /// Builds an authenticator that fetches JWKS documents through `jwks`.
+    /// `leeway_secs` is clamped to 30 seconds.
+    pub fn new(issuers: Vec<IssuerConfig>, leeway_secs: u64, jwks: JwksFetch) -> Self {
         let leeway = leeway_secs.min(MAX_LEEWAY_SECS);
         Self {
-            verifier: Verifier::new(issuers, leeway),
+            verifier: Verifier::new(issuers, leeway, jwks),
             cache: TokenCache::new(leeway),
         }
     }

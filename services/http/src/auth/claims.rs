@@ -242,7 +242,7 @@ mod tests {
     use serde_json::{Value, json};
 
     use super::*;
-    use crate::auth::{Authenticator, IssuerConfig, KeySource};
+    use crate::auth::{Authenticator, IssuerConfig, JwksFetch, KeySource};
 
     const SECRET: &[u8] = b"a-shared-secret-of-at-least-32-bytes!!";
     const ISS: &str = "https://token.actions.example";
@@ -271,6 +271,7 @@ mod tests {
                 mapping,
             }],
             0,
+            JwksFetch::public_only(),
         )
     }
 

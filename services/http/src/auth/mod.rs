@@ -47,5 +47,5 @@ pub use authenticator::{Authenticator, MAX_AUTHORIZATION_BYTES, MAX_LEEWAY_SECS}
 pub use claims::{ClaimMapping, ClaimPattern, ClaimRule, RuleError};
 pub use error::AuthError;
 pub use extract::Auth;
-pub use issuer::{IssuerConfig, KeySource};
+pub use issuer::{IssuerConfig, JwksFetch, KeySource};
 pub use principal::{Principal, Role};

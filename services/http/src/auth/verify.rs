@@ -5,12 +5,11 @@
 //! mapping names the tenant and roles.
 
 use std::collections::HashMap;
-use std::time::Duration;
 
 use jsonwebtoken::{DecodingKey, Validation};
 
 use super::error::AuthError;
-use super::issuer::{Issuer, IssuerConfig, KeySource};
+use super::issuer::{Issuer, IssuerConfig, JwksFetch, KeySource};
 use super::principal::Principal;
 use crate::bearer;
 
@@ -25,17 +24,12 @@ type Claims = serde_json::Map<String, serde_json::Value>;
 pub(super) struct Verifier {
     issuers: HashMap<String, Issuer>,
     leeway: u64,
-    http: reqwest::Client,
+    http: JwksFetch,
 }
 
 impl Verifier {
     /// A verifier of `issuers`' tokens; `leeway` already clamped.
-    pub(super) fn new(issuers: Vec<IssuerConfig>, leeway: u64) -> Self {
-        let http = reqwest::Client::builder()
-            .timeout(Duration::from_secs(5))
-            .redirect(reqwest::redirect::Policy::none())
-            .build()
-            .unwrap_or_default();
+    pub(super) fn new(issuers: Vec<IssuerConfig>, leeway: u64, http: JwksFetch) -> Self {
         Self {
             issuers: issuers
                 .into_iter()

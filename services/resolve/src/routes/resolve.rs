@@ -115,6 +115,7 @@ async fn context(st: &ResolveState, live: &Arc<LiveSession>) -> Result<Arc<Sessi
             let signature = st
                 .prepared(tenant, &row.server, &row.version, &row.digest)
                 .await?;
+            let rules = st.egress.rules(tenant).await?;
             let expires = std::time::UNIX_EPOCH
                 + std::time::Duration::from_millis(row.expires_at.millis().max(0) as u64);
             Ok::<_, ApiError>(Arc::new(SessionCtx {
@@ -127,6 +128,7 @@ async fn context(st: &ResolveState, live: &Arc<LiveSession>) -> Result<Arc<Sessi
                 upstream: crate::upstream::UpstreamTarget {
                     url: row.upstream_url.clone(),
                     headers: live.headers.clone(),
+                    rules,
                 },
             }))
         })

@@ -9,6 +9,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use pinfold_core::Mode;
 use pinfold_core::ids::{TenantId, Timestamp};
+use pinfold_egress::EgressError;
 use pinfold_http::auth::Role;
 use pinfold_http::pagination::{PageQuery, finish_page};
 use pinfold_http::problem::{ApiError, FieldError, ProblemBody};
@@ -197,10 +198,21 @@ fn check_upstream(up: &UpstreamBody, errors: &mut Vec<FieldError>) {
             format!("upstream headers are at most {MAX_HEADER_BYTES} bytes in all"),
         ));
     }
+    let mut seen = std::collections::HashSet::new();
     for (name, value) in &up.headers {
         let p = pointer_push("/upstream/headers", name);
         if axum::http::HeaderName::from_bytes(name.as_bytes()).is_err() {
             errors.push(field(p, "invalid_header", "not a valid HTTP header name"));
+            continue;
+        }
+        // Header names are case-insensitive: `X-Key` and `x-key` are one
+        // header, and one value would silently replace the other.
+        if !seen.insert(name.to_ascii_lowercase()) {
+            errors.push(field(
+                p,
+                "duplicate_header",
+                "the same header is given twice (names are case-insensitive)",
+            ));
             continue;
         }
         if is_reserved_header(name) {
@@ -295,7 +307,9 @@ fn open_headers(
 ///
 /// Pins the version (`latest` → the highest approved, now), the tenant's
 /// enforcement mode and the server's cache policy for the session's life.
-/// The upstream is not contacted until the first resolve.
+/// The upstream is not contacted until the first resolve; its URL is
+/// checked against the egress policy now (its name resolved, every address
+/// judged): `422 upstream_not_allowed` when the policy refuses it.
 #[utoipa::path(
     post,
     path = "/v1/tenants/{tenant}/sessions",
@@ -309,7 +323,7 @@ fn open_headers(
         (status = 403, description = "Role missing", body = ProblemBody, content_type = "application/problem+json"),
         (status = 404, description = "No such tenant, server or version, or no approved version", body = ProblemBody, content_type = "application/problem+json"),
         (status = 409, description = "The version is not trusted (pending, rejected or revoked)", body = ProblemBody, content_type = "application/problem+json"),
-        (status = 422, description = "Invalid body", body = ProblemBody, content_type = "application/problem+json"),
+        (status = 422, description = "Invalid body; or `upstream_not_allowed`: the egress policy refuses the upstream (a private, loopback or link-local address the tenant's `egress_allow` does not name, or credentials over plain http to a host it does not name)", body = ProblemBody, content_type = "application/problem+json"),
     )
 )]
 pub async fn open_session(
@@ -350,6 +364,17 @@ pub async fn open_session(
         return Err(ApiError::validation(errors));
     }
     let tenant = scope.tenant();
+    // The egress policy, before anything else is looked at: a refused
+    // destination is refused whatever the server and version.
+    let rules = st.egress.rules(tenant).await?;
+    let url = url::Url::parse(&body.upstream.url).map_err(|_| {
+        pinfold_http::egress::not_allowed("/upstream/url", &EgressError::InvalidUrl)
+    })?;
+    st.egress
+        .egress
+        .check(&rules, &url, !body.upstream.headers.is_empty())
+        .await
+        .map_err(|e| pinfold_http::egress::not_allowed("/upstream/url", &e))?;
     let pinned = st.signatures.pin(tenant, &body.server, version).await?;
     match pinned.standing {
         Standing::Trusted => {}

@@ -29,6 +29,8 @@ use pinfold_resolve_check::prepared::TOOL_RESOLUTION;
 pub(crate) struct Connection {
     service: RunningService<RoleClient, Handler>,
     url: String,
+    /// The egress rules it was opened under.
+    rules: pinfold_egress::Rules,
     /// The `subscriptions/listen` task of a 2026-07-28 connection.
     listener: Option<tokio::task::JoinHandle<()>>,
     /// Ends every HTTP request of this connection ([`Cancellable`]).
@@ -51,7 +53,7 @@ impl Connection {
         // requests.
         let opening = http.clone().drop_guard();
         let client = Cancellable {
-            inner: pool.client(&target.url)?,
+            inner: pool.client(target)?,
             ct: http.clone(),
         };
         let headers = target.header_map().map_err(|e| FetchError::Transport {
@@ -72,7 +74,7 @@ impl Connection {
             on_list_changed: on_list_changed.clone(),
         };
         let failed = |e: ClientInitializeError| FetchError::Transport {
-            detail: redact(&format!("initialize failed: {e}"), &target.url),
+            detail: redact(&e, &format!("initialize failed: {e}"), &target.url),
             retry_after: retry_after_in(&e),
         };
         // 2026-07-28 (no protocol session) when the server offers it,
@@ -135,6 +137,7 @@ impl Connection {
         Ok(Connection {
             service,
             url: target.url.clone(),
+            rules: target.rules.clone(),
             listener,
             http,
             direct,
@@ -207,7 +210,7 @@ impl Connection {
                 message: e.message.to_string(),
             }),
             Err(e) => Err(FetchError::Transport {
-                detail: redact(&e.to_string(), &self.url),
+                detail: redact(&e, &e.to_string(), &self.url),
                 retry_after: retry_after_in(&e),
             }),
         }
@@ -217,6 +220,12 @@ impl Connection {
     /// again).
     pub(crate) fn is_closed(&self) -> bool {
         self.service.peer().is_transport_closed()
+    }
+
+    /// Whether it was opened under `rules` (a tenant whose allow-list
+    /// changed gets a new connection, made under the new rules).
+    pub(crate) fn opened_under(&self, rules: &pinfold_egress::Rules) -> bool {
+        self.rules == *rules
     }
 
     /// Closes the connection (ends the upstream session) in the background.
@@ -254,10 +263,14 @@ mod tests {
             )
             .await
             .unwrap();
-            let pool = Pool::new(Duration::from_secs(2), 1 << 20);
+            let pool = Pool::new(
+                pinfold_egress::Egress::new(pinfold_egress::EgressConfig::default()),
+                1 << 20,
+            );
             let target = UpstreamTarget {
                 url: up.url(),
                 headers: vec![("x-key".into(), "k".into())],
+                rules: pinfold_egress::Rules::new(pinfold_egress::AllowList::default(), true),
             };
             let c = Connection::open(&pool, &target, Arc::new(|| {}))
                 .await

@@ -28,18 +28,16 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use futures::StreamExt as _;
+use pinfold_egress::EgressError;
+use pinfold_egress::events::{EventError, response_events};
 use reqwest::header::{self, HeaderMap, HeaderName, HeaderValue};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::error::{FetchError, redact};
-use super::events::Events;
 use super::handler::ListChangedHook;
-use super::retry_after::parse_retry_after;
-
-/// The longest `Retry-After` value read (longer ones are ignored).
-const MAX_RETRY_AFTER_BYTES: usize = 128;
 
 /// The direct caller of one sessionless connection.
 pub(crate) struct Direct {
@@ -189,6 +187,12 @@ impl Direct {
             .send()
             .await
             .map_err(|e| self.failed(&e))?;
+        if resp.status().is_redirection() {
+            return Err(transport(format!(
+                "upstream answered HTTP {} (a redirect, not followed)",
+                resp.status()
+            )));
+        }
         let status = resp.status();
         let content_type = resp
             .headers()
@@ -205,11 +209,7 @@ impl Direct {
         let json = content_type == "application/json";
         if !status.is_success() {
             let retry_after = if status.as_u16() == 429 || status.is_server_error() {
-                resp.headers()
-                    .get(header::RETRY_AFTER)
-                    .filter(|v| v.len() <= MAX_RETRY_AFTER_BYTES)
-                    .and_then(|v| v.to_str().ok())
-                    .and_then(parse_retry_after)
+                pinfold_egress::retry_after::retry_after(resp.headers())
             } else {
                 None
             };
@@ -246,7 +246,7 @@ impl Direct {
             });
         }
         if content_type == "text/event-stream" {
-            return self.stream(&mut resp, id).await;
+            return self.stream(resp, id).await;
         }
         Err(transport(format!(
             "upstream answered with content type {content_type:?}"
@@ -255,42 +255,38 @@ impl Direct {
 
     /// Reads a JSON body up to the limit.
     async fn body(&self, resp: &mut reqwest::Response) -> Result<Vec<u8>, FetchError> {
-        let too_large = || transport(format!("upstream answer exceeds {} bytes", self.max));
-        if resp.content_length().is_some_and(|n| n > self.max as u64) {
-            return Err(too_large());
-        }
-        let mut out = Vec::with_capacity(resp.content_length().unwrap_or(0) as usize);
-        while let Some(chunk) = resp.chunk().await.map_err(|e| self.failed(&e))? {
-            if out.len() + chunk.len() > self.max {
-                return Err(too_large());
-            }
-            out.extend_from_slice(&chunk);
-        }
-        Ok(out)
+        pinfold_egress::read_body(resp, self.max)
+            .await
+            .map_err(|e| match e {
+                EgressError::TooLarge(n) => transport(format!("upstream answer exceeds {n} bytes")),
+                other => transport(format!("reading the answer failed: {other}")),
+            })
     }
 
     /// Reads events until the answer to `id`.
-    async fn stream(&self, resp: &mut reqwest::Response, id: u64) -> Result<Value, FetchError> {
-        let mut events = Events::new(self.max);
-        let mut found: Option<Result<Value, FetchError>> = None;
-        while let Some(chunk) = resp.chunk().await.map_err(|e| self.failed(&e))? {
-            events
-                .feed(&chunk, |data| {
-                    if found.is_some() || data.is_empty() {
-                        return;
-                    }
-                    let Ok(m) = serde_json::from_slice::<Message>(data) else {
-                        tracing::debug!("skipped an unreadable upstream event");
-                        return;
-                    };
-                    if m.method.as_deref() == Some("notifications/tools/list_changed") {
-                        (self.on_list_changed)();
-                        return;
-                    }
-                    found = answer(m, id);
-                })
-                .map_err(|_| transport(format!("upstream event exceeds {} bytes", self.max)))?;
-            if let Some(r) = found.take() {
+    async fn stream(&self, resp: reqwest::Response, id: u64) -> Result<Value, FetchError> {
+        let events = response_events(resp, self.max);
+        futures::pin_mut!(events);
+        while let Some(event) = events.next().await {
+            let data = match event {
+                Ok(e) => e.data.unwrap_or_default(),
+                Err(EventError::TooLarge(n)) => {
+                    return Err(transport(format!("upstream event exceeds {n} bytes")));
+                }
+                Err(e) => return Err(transport(format!("upstream event stream: {e}"))),
+            };
+            if data.is_empty() {
+                continue;
+            }
+            let Ok(m) = serde_json::from_str::<Message>(&data) else {
+                tracing::debug!("skipped an unreadable upstream event");
+                continue;
+            };
+            if m.method.as_deref() == Some("notifications/tools/list_changed") {
+                (self.on_list_changed)();
+                continue;
+            }
+            if let Some(r) = answer(m, id) {
                 return r;
             }
         }
@@ -307,7 +303,7 @@ impl Direct {
             detail.push_str(&s.to_string());
             cur = s.source();
         }
-        transport(redact(&detail, self.url.as_str()))
+        transport(redact(e, &detail, self.url.as_str()))
     }
 }
 

@@ -1,8 +1,11 @@
 //! The upstream MCP client: the official Rust SDK (`rmcp`) over Streamable
 //! HTTP, on our own reqwest clients.
 //!
-//! - One reqwest client (connection pool) per upstream origin: no
-//!   redirects, 2 s connect timeout. The total timeout of a resolution is
+//! - Every request goes out through the egress crate (`pinfold-egress`):
+//!   the client comes from the server's one egress path under the
+//!   session's rules (the tenant's `egress_allow`, the operator's loopback
+//!   setting), so every address connected to is judged by the address
+//!   policy; no redirects, the configured connect timeout. The total timeout of a resolution is
 //!   applied around the whole exchange by the engine, so that the
 //!   long-lived notification stream is not cut by it; when it passes, the
 //!   engine closes the MCP connection, which drops its HTTP connections.
@@ -31,23 +34,22 @@
 //! - `notifications/tools/list_changed` from the upstream calls the hook
 //!   given at connection time (the engine invalidates the session).
 //!
-//! Modules: `target` (where the upstream is, checked), `pool` (a
-//! reqwest client per origin), `cancellable` (a connection's HTTP
-//! requests, ended with it), `handler` (what the client says of itself
-//! and does on a list change), `connection` (opening a connection and
-//! its 2025-11-25 calls through rmcp), `direct` (the calls of a
-//! 2026-07-28 connection) and `events` (the event-stream reader `direct`
-//! uses), `error` (a failed exchange, its text redacted, its
-//! `Retry-After` found) and `retry_after` (the header's value parsed).
+//! Modules: `target` (where the upstream is, checked, and the rules it is
+//! reached under), `pool` (the egress path: a URL admitted, its client),
+//! `cancellable` (a connection's HTTP requests, ended with it), `handler`
+//! (what the client says of itself and does on a list change),
+//! `connection` (opening a connection and its 2025-11-25 calls through
+//! rmcp), `direct` (the calls of a 2026-07-28 connection, reading
+//! bodies and event streams with the egress crate's bounded readers) and
+//! `error` (a failed exchange, its text redacted, its `Retry-After`
+//! found).
 
 mod cancellable;
 mod connection;
 mod direct;
 mod error;
-mod events;
 mod handler;
 mod pool;
-mod retry_after;
 mod target;
 
 pub(crate) use connection::Connection;

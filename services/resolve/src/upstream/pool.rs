@@ -1,50 +1,43 @@
-//! The reqwest clients, one per upstream origin (its connection pool): no
-//! redirects, the configured connect timeout, `TCP_NODELAY`; and the bound
-//! on every answer's size that connections opened from it apply.
+//! The upstream side of the egress path: the reqwest client a connection
+//! is made on comes from the server's one [`Egress`] under the session's
+//! rules (so the address policy judges every address connected to), after
+//! the URL itself is admitted (an IP literal is judged before anything is
+//! sent; credentials go over plain http only where the allow-list names
+//! the host); and the bound on every answer's size that connections
+//! opened from it apply.
 
-use std::collections::HashMap;
-use std::sync::Mutex;
-use std::time::Duration;
+use std::sync::Arc;
+
+use pinfold_egress::Egress;
 
 use super::error::FetchError;
-use super::target::origin;
+use super::target::UpstreamTarget;
 
-/// The reqwest clients, one per upstream origin.
+/// The egress path, as upstream connections use it.
 pub(crate) struct Pool {
-    clients: Mutex<HashMap<String, reqwest::Client>>,
-    connect_timeout: Duration,
+    egress: Arc<Egress>,
     pub(super) max_response_bytes: usize,
 }
 
 impl Pool {
-    pub(crate) fn new(connect_timeout: Duration, max_response_bytes: usize) -> Self {
+    pub(crate) fn new(egress: Arc<Egress>, max_response_bytes: usize) -> Self {
         Self {
-            clients: Mutex::new(HashMap::new()),
-            connect_timeout,
+            egress,
             max_response_bytes,
         }
     }
 
-    pub(super) fn client(&self, url: &str) -> Result<reqwest::Client, FetchError> {
-        let origin = origin(url).ok_or_else(|| FetchError::Transport {
-            detail: "invalid upstream url".into(),
+    /// The client for `target`, once its URL is admitted.
+    pub(super) fn client(&self, target: &UpstreamTarget) -> Result<reqwest::Client, FetchError> {
+        let refused = |e: pinfold_egress::EgressError| FetchError::Transport {
+            detail: e.to_string(),
             retry_after: None,
-        })?;
-        let mut clients = self.clients.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(c) = clients.get(&origin) {
-            return Ok(c.clone());
-        }
-        let c = reqwest::Client::builder()
-            .redirect(reqwest::redirect::Policy::none())
-            .connect_timeout(self.connect_timeout)
-            .pool_idle_timeout(Duration::from_secs(60))
-            .tcp_nodelay(true)
-            .build()
-            .map_err(|e| FetchError::Transport {
-                detail: format!("cannot build an HTTP client: {e}"),
-                retry_after: None,
-            })?;
-        clients.insert(origin, c.clone());
-        Ok(c)
+        };
+        let url = reqwest::Url::parse(&target.url)
+            .map_err(|_| refused(pinfold_egress::EgressError::InvalidUrl))?;
+        self.egress
+            .admit(&target.rules, &url, !target.headers.is_empty())
+            .map_err(refused)?;
+        self.egress.client(&target.rules).map_err(refused)
     }
 }

@@ -1,28 +1,34 @@
 //! Where a session's upstream lives: its URL and the headers sent to it,
 //! checked before a session is opened (an absolute `http(s)` URL; header
 //! names and values HTTP allows, none the MCP transport sets itself), and
-//! the origin a URL is pooled and redacted by.
+//! the egress rules its requests go out under.
 
 use std::collections::HashMap;
 use std::fmt;
 
 use http::{HeaderName, HeaderValue};
+use pinfold_egress::Rules;
 
-/// Where a session's upstream lives and the headers to send it.
+/// Where a session's upstream lives, the headers to send it, and the
+/// egress rules (the tenant's allow-list, the operator's loopback setting)
+/// every connection to it is judged by.
 #[derive(Clone, PartialEq, Eq)]
 pub struct UpstreamTarget {
     /// The MCP endpoint (`http` or `https`).
     pub url: String,
     /// Headers added to every upstream request (credentials: never logged).
     pub headers: Vec<(String, String)>,
+    /// What the connection may reach.
+    pub rules: Rules,
 }
 
 impl fmt::Debug for UpstreamTarget {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let names: Vec<&str> = self.headers.iter().map(|(n, _)| n.as_str()).collect();
         f.debug_struct("UpstreamTarget")
-            .field("url", &self.url)
+            .field("url", &pinfold_egress::redact::redact_url(&self.url))
             .field("headers", &format_args!("{names:?} (values redacted)"))
+            .field("rules", &self.rules)
             .finish()
     }
 }
@@ -39,6 +45,10 @@ pub enum TargetError {
     /// A header the MCP transport sets itself.
     #[error("upstream header {0:?} is set by the MCP transport and cannot be given")]
     ReservedHeader(String),
+    /// The same header twice, in different cases (HTTP header names are
+    /// case-insensitive: one would silently replace the other).
+    #[error("upstream header {0:?} is given more than once (names are case-insensitive)")]
+    DuplicateHeader(String),
 }
 
 /// Headers the MCP transport or HTTP itself sets (lowercase): a session
@@ -85,14 +95,16 @@ impl UpstreamTarget {
             let mut value = HeaderValue::try_from(v.as_str())
                 .map_err(|_| TargetError::InvalidHeader(n.clone()))?;
             value.set_sensitive(true);
-            out.insert(name, value);
+            if out.insert(name, value).is_some() {
+                return Err(TargetError::DuplicateHeader(n.clone()));
+            }
         }
         Ok(out)
     }
 }
 
 /// `scheme://host[:port]` of an absolute http(s) URL.
-pub(super) fn origin(url: &str) -> Option<String> {
+fn origin(url: &str) -> Option<String> {
     let u = reqwest::Url::parse(url).ok()?;
     if !matches!(u.scheme(), "http" | "https") || u.host_str().is_none() {
         return None;
@@ -103,19 +115,24 @@ pub(super) fn origin(url: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use pinfold_egress::AllowList;
 
     #[test]
     fn targets_are_checked_and_redacted() {
+        let rules = Rules::new(AllowList::default(), false);
         let t = UpstreamTarget {
-            url: "https://mcp.example/x".into(),
+            url: "https://mcp.example/x?key=secret-key".into(),
             headers: vec![("Authorization".into(), "Bearer secret-token".into())],
+            rules: rules.clone(),
         };
         assert!(t.validate().is_ok());
         let dbg = format!("{t:?}");
         assert!(!dbg.contains("secret-token") && dbg.contains("Authorization"));
+        assert!(!dbg.contains("secret-key"), "{dbg}");
         let bad = |url: &str, h: (&str, &str)| UpstreamTarget {
             url: url.into(),
             headers: vec![(h.0.into(), h.1.into())],
+            rules: rules.clone(),
         };
         assert_eq!(
             bad("ftp://x/", ("a", "b")).validate(),
@@ -137,6 +154,15 @@ mod tests {
             bad("http://x/", ("a", "c\nd")).validate(),
             Err(TargetError::InvalidHeader(_))
         ));
+        let twice = UpstreamTarget {
+            url: "https://x/".into(),
+            headers: vec![("X-Key".into(), "a".into()), ("x-key".into(), "b".into())],
+            rules: rules.clone(),
+        };
+        assert_eq!(
+            twice.validate(),
+            Err(TargetError::DuplicateHeader("x-key".into()))
+        );
     }
 
     #[test]

@@ -145,6 +145,7 @@ fn provider_not_ready(what: &str) -> ApiError {
 /// The client configuration of `row` for `redirect_uri`.
 fn client_config<'a>(
     st: &ScopeState,
+    out: &oauth::Outbound,
     tenant: &pinfold_core::ids::TenantId,
     row: &'a ProviderRow,
     redirect_uri: &'a str,
@@ -159,7 +160,7 @@ fn client_config<'a>(
     };
     // The policy may have tightened since the profile was written.
     for u in [auth, token] {
-        (st.url_policy)(u).map_err(|e| {
+        oauth::provider_url(out, u).map_err(|e| {
             ApiError::new(
                 StatusCode::CONFLICT,
                 "provider_url_refused",
@@ -312,7 +313,8 @@ pub async fn create_grant(
             }
         },
     };
-    let client = client_config(&st, tenant, &row, &body.redirect_uri)?;
+    let out = st.outbound(tenant).await?;
+    let client = client_config(&st, &out, tenant, &row, &body.redirect_uri)?;
     let at = now();
     let id = new_grant_id(at);
     let state = oauth::new_state().map_err(|e| {
@@ -503,10 +505,10 @@ pub async fn exchange_grant(
         .await
         .map_err(store_error)?
         .ok_or_else(|| provider_not_ready("profile (it was removed)"))?;
-    let client = client_config(&st, tenant, &row, &grant.redirect_uri)?;
+    let out = st.outbound(tenant).await?;
+    let client = client_config(&st, &out, tenant, &row, &grant.redirect_uri)?;
     let result = oauth::exchange(
-        &st.http,
-        st.config.max_response_bytes,
+        &out,
         &client,
         &body.code,
         verifier,

@@ -16,7 +16,7 @@ use crate::model::{
     EndpointSource, Profile, ProviderBody, ProviderView, check_scopes, field, is_provider_name,
     is_scope_token, ptr,
 };
-use crate::oauth::{DiscoveryError, discover};
+use crate::oauth::{DiscoveryError, Outbound, discover, provider_url};
 use crate::state::{ScopeState, now, secret_context};
 use crate::store::{AuditNote, Expect, ProviderWrite};
 
@@ -168,12 +168,12 @@ fn printable(s: &str) -> bool {
 
 /// Checks a profile body; every problem is reported. A cycle in the
 /// hierarchy is reported with its path (also as the problem's `cycle`).
-pub fn validate(st: &ScopeState, body: &ProviderBody) -> Result<(), ApiError> {
+pub fn validate(out: &Outbound, body: &ProviderBody) -> Result<(), ApiError> {
     let mut errors = Vec::new();
     if let Some(iss) = &body.issuer
         && check_url("/issuer", iss, &mut errors)
     {
-        match (st.url_policy)(iss) {
+        match provider_url(out, iss) {
             Err(e) => errors.push(field("/issuer", "url_refused", e)),
             Ok(u) if u.query().is_some() => errors.push(field(
                 "/issuer",
@@ -189,7 +189,7 @@ pub fn validate(st: &ScopeState, body: &ProviderBody) -> Result<(), ApiError> {
     ] {
         if let Some(v) = v
             && check_url(name, v, &mut errors)
-            && let Err(e) = (st.url_policy)(v)
+            && let Err(e) = provider_url(out, v)
         {
             errors.push(field(name, "url_refused", e));
         }
@@ -378,8 +378,9 @@ pub async fn put_provider(
         )]));
     }
     let expect = expectation(&headers)?;
-    validate(&st, &body)?;
     let tenant = scope.tenant();
+    let out = st.outbound(tenant).await?;
+    validate(&out, &body)?;
     let mut profile = Profile {
         issuer: body.issuer.clone(),
         authorization_endpoint: body.authorization_endpoint.clone(),
@@ -398,16 +399,14 @@ pub async fn put_provider(
     if profile.authorization_endpoint.is_none()
         && let Some(issuer) = &body.issuer
     {
-        let found = discover(&st.http, &st.url_policy, &st.config, issuer)
-            .await
-            .map_err(|e| {
-                let code = match e {
-                    DiscoveryError::NoS256(_) => "pkce_s256_unsupported",
-                    DiscoveryError::NotFound(_) => "discovery_failed",
-                    DiscoveryError::Invalid(_) => "invalid_metadata",
-                };
-                ApiError::validation(vec![field("/issuer", code, e.to_string())])
-            })?;
+        let found = discover(&out, issuer).await.map_err(|e| {
+            let code = match e {
+                DiscoveryError::NoS256(_) => "pkce_s256_unsupported",
+                DiscoveryError::NotFound(_) => "discovery_failed",
+                DiscoveryError::Invalid(_) => "invalid_metadata",
+            };
+            ApiError::validation(vec![field("/issuer", code, e.to_string())])
+        })?;
         profile.authorization_endpoint = Some(found.authorization_endpoint);
         profile.token_endpoint = Some(found.token_endpoint);
         profile.endpoints_from = Some(found.source);

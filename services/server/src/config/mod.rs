@@ -10,6 +10,7 @@
 //! | `auth` | `[auth]`: token verification, the trusted issuers and their claim rules |
 //! | `resolve` | `[resolve]`: session lifetimes, cache size, upstream timeouts |
 //! | `rate_limits` | `[rate_limits]`: token buckets per route class, and the limiter they describe |
+//! | `egress` | `[egress]`: loopback for development, the allow-list of the server's own requests, how many HTTP clients are kept |
 //! | `connections` | `[connections]`: header read timeout, most open connections |
 //! | `database` | which database `database_url` names, the owner URL beside it, `[postgres]`, and password redaction for messages |
 //!
@@ -20,6 +21,7 @@
 mod auth;
 mod connections;
 mod database;
+mod egress;
 mod load;
 mod rate_limits;
 mod resolve;
@@ -28,6 +30,7 @@ mod root;
 pub use auth::{AuthConfig, ClaimRuleSettings, IssuerSettings};
 pub use connections::ConnectionSettings;
 pub use database::{Backend, PostgresConfig, redact_url};
+pub use egress::EgressSettings;
 pub use load::{Overrides, config_keys, unknown_env_vars};
 pub use rate_limits::{ClassLimits, RateLimitSettings};
 pub use resolve::ResolveSettings;

@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 use super::auth::AuthConfig;
 use super::connections::ConnectionSettings;
 use super::database::{Backend, PostgresConfig};
+use super::egress::EgressSettings;
 use super::rate_limits::RateLimitSettings;
 use super::resolve::ResolveSettings;
 use crate::services::Service;
@@ -98,6 +99,10 @@ pub struct Config {
     /// connections.
     #[serde(default)]
     pub connections: ConnectionSettings,
+    /// Outbound requests (`[egress]`): loopback for development, the
+    /// allow-list of the server's own requests.
+    #[serde(default)]
+    pub egress: EgressSettings,
 }
 
 impl Default for Config {
@@ -132,6 +137,7 @@ impl Default for Config {
             resolve: ResolveSettings::default(),
             rate_limits: RateLimitSettings::default(),
             connections: ConnectionSettings::default(),
+            egress: EgressSettings::default(),
         }
     }
 }
@@ -163,6 +169,7 @@ impl Config {
         self.resolve.validate()?;
         self.rate_limits.validate()?;
         self.connections.validate()?;
+        self.egress.validate()?;
         let l = &self.limits;
         for (name, value) in [
             ("max_document_bytes", l.max_document_bytes),
@@ -221,6 +228,13 @@ impl Config {
         } else {
             LogFormat::Text
         }
+    }
+
+    /// Whether outbound requests may reach loopback: as `[egress]` says,
+    /// else only in dev mode on a loopback listener.
+    pub fn egress_loopback(&self) -> bool {
+        let on_loopback = self.listen_addr().is_ok_and(|a| a.ip().is_loopback());
+        self.egress.loopback(self.dev_mode() && on_loopback)
     }
 
     /// Whether dev mode is on: explicitly, or because no issuer is configured.
