@@ -820,3 +820,36 @@ async fn a_sealed_value_is_replaced_only_over_the_value_read_and_only_in_its_ten
     assert_eq!(row(a.clone()).await.sealed, "v2.000000000000.AAAA");
     assert_eq!(row(b.clone()).await, b1);
 }
+
+/// The words ending in `_sealed` in `text` (column names, by convention).
+fn sealed_words(text: &str) -> std::collections::BTreeSet<String> {
+    text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .filter(|w| w.ends_with("_sealed"))
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn the_reseal_walks_every_sealed_column_of_the_schema() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    for backend in ["postgres", "sqlite"] {
+        let mut schema = std::collections::BTreeSet::new();
+        for entry in std::fs::read_dir(root.join("migrations").join(backend)).unwrap() {
+            let path = entry.unwrap().path();
+            schema.extend(sealed_words(&std::fs::read_to_string(path).unwrap()));
+        }
+        let source =
+            std::fs::read_to_string(root.join(format!("services/store-{backend}/src/sealed.rs")))
+                .unwrap();
+        // The columns the store's walk maps `SealedColumn`s to.
+        let target = &source[source.find("fn target").unwrap()..];
+        let target = &target[..target.find("\n}\n").unwrap()];
+        let walked = sealed_words(target);
+        assert_eq!(
+            walked, schema,
+            "{backend}: a column holding sealed values that `pinfold keys reseal` does not walk \
+             (add it to SealedColumn, the stores' `target` and `reseal::context_of`)"
+        );
+        assert_eq!(walked.len(), SealedColumn::ALL.len());
+    }
+}
