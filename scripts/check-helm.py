@@ -37,7 +37,8 @@ CHART = ROOT / "helm" / "pinfold"
 KUBE_VERSION = "1.30.0"
 # Kinds whose schemas are not in kubernetes-validate (CRDs); checked by hand.
 CRD_KINDS = {"ServiceMonitor"}
-SECRET_ENV = {"PINFOLD_DATABASE_URL", "PINFOLD_DATABASE_OWNER_URL", "PINFOLD_ENCRYPTION_KEY"}
+SECRET_ENV = {"PINFOLD_DATABASE_URL", "PINFOLD_DATABASE_OWNER_URL", "PINFOLD_ENCRYPTION_KEY",
+              "PINFOLD_ENCRYPTION_KEYS_OLD"}
 
 # value set -> expected object counts by kind (None: not checked)
 EXPECT = {

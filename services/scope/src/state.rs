@@ -85,6 +85,16 @@ pub trait Sealer: Send + Sync + 'static {
     fn open(&self, tenant: &TenantId, context: &str, sealed: &str) -> Result<Vec<u8>, String>;
 }
 
+/// The context a provider's client secret is sealed for.
+pub fn secret_context(provider: &str) -> String {
+    format!("provider:{provider}")
+}
+
+/// The context a pending grant's PKCE verifier is sealed for.
+pub fn verifier_context(grant_id: &str) -> String {
+    format!("grant:{grant_id}")
+}
+
 /// What the scope routes need.
 #[derive(Clone)]
 pub struct ScopeState {

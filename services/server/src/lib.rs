@@ -19,6 +19,7 @@ pub mod protected_resource;
 pub mod purge;
 pub mod rate_limits;
 pub mod registry_wiring;
+pub mod reseal;
 pub mod resolve_wiring;
 pub mod scope_wiring;
 pub mod sealer;

@@ -188,6 +188,11 @@ pub async fn start(cfg: Config, listener: Option<TcpListener>) -> anyhow::Result
         None => None,
     };
     let keyring = Arc::new(crate::registry_wiring::keyring(&cfg)?);
+    tracing::info!(
+        current = keyring.current_kid(),
+        old = ?keyring.old_kids().collect::<Vec<_>>(),
+        "sealing secrets under the current encryption key; old keys only open"
+    );
     let registry =
         crate::registry_wiring::registry_state(&store, keyring.clone(), cfg.limits.clone());
     let scope = crate::scope_wiring::scope_state(&store, &registry, keyring, &egress);

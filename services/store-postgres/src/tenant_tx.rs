@@ -1,7 +1,7 @@
 //! Transactions bound to one tenant: every statement Pinfold runs on
 //! PostgreSQL runs inside one, so row-level security (migration 0005) lets
-//! it see and write only that tenant's rows; the purge's binding
-//! ([`PURGE_MARKER`]) is the one that spans tenants.
+//! it see and write only that tenant's rows. Two bindings span tenants: the
+//! purge's ([`PURGE_MARKER`]) and the tenant listing's ([`TENANTS_MARKER`]).
 
 use pinfold_core::ids::TenantId;
 
@@ -13,7 +13,15 @@ use crate::store::PgStore;
 /// tenant id can equal it (tenant ids never contain `:`).
 pub const PURGE_MARKER: &str = "maintenance:purge";
 
-/// A transaction bound to one tenant (or to [`PURGE_MARKER`]).
+/// The `app.tenant_id` value that lists the tenants, for maintenance
+/// commands that visit every tenant (`pinfold keys reseal`): migration 0007
+/// lets it read the `tenants` table and nothing else, so each tenant's own
+/// rows are then read and written in a transaction bound to that tenant.
+/// No tenant id can equal it.
+pub const TENANTS_MARKER: &str = "maintenance:tenants";
+
+/// A transaction bound to one tenant (or to [`PURGE_MARKER`] or
+/// [`TENANTS_MARKER`]).
 pub(crate) type TenantTx = sqlx::Transaction<'static, sqlx::Postgres>;
 
 /// `value` as an SQL string literal: quotes doubled; refuses NUL, which a
@@ -47,7 +55,7 @@ impl PgStore {
         self.bound_tx(tenant.as_str()).await
     }
 
-    /// A transaction bound to `binding` (a tenant id or [`PURGE_MARKER`]).
+    /// A transaction bound to `binding` (a tenant id or a marker).
     pub(crate) async fn bound_tx(&self, binding: &str) -> Result<TenantTx, sqlx::Error> {
         self.pool
             .begin_with(sqlx::AssertSqlSafe(begin_bound(binding)?))

@@ -8,6 +8,7 @@ mod egress;
 mod faults;
 mod input;
 mod isolation;
+mod keys;
 mod limits;
 mod ops;
 mod publish;

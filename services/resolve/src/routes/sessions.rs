@@ -22,7 +22,7 @@ use pinfold_core::error::pointer_push;
 
 use crate::error::*;
 use crate::session::{AuditNote, CachePolicy, SessionRow, is_session_id, new_session_id};
-use crate::state::{LiveSession, ResolveState, Standing, now};
+use crate::state::{LiveSession, ResolveState, Standing, headers_context, now};
 use crate::upstream::is_reserved_header;
 
 /// The upstream MCP server a session talks to.
@@ -290,10 +290,13 @@ fn open_headers(
     let Some(sealed) = &row.upstream_sealed else {
         return Ok(Vec::new());
     };
-    let plain = st.sealer.open(tenant, &row.id, sealed).map_err(|e| {
-        tracing::error!(error = %e, session = %row.id, "sealed upstream headers do not open");
-        ApiError::internal()
-    })?;
+    let plain = st
+        .sealer
+        .open(tenant, headers_context(&row.id), sealed)
+        .map_err(|e| {
+            tracing::error!(error = %e, session = %row.id, "sealed upstream headers do not open");
+            ApiError::internal()
+        })?;
     serde_json::from_slice::<Vec<(String, String)>>(&plain).map_err(|e| {
         tracing::error!(error = %e, session = %row.id, "sealed upstream headers are not JSON");
         ApiError::internal()
@@ -402,10 +405,14 @@ pub async fn open_session(
     } else {
         let pairs: Vec<(&String, &String)> = body.upstream.headers.iter().collect();
         let plain = serde_json::to_vec(&pairs).map_err(|_| ApiError::internal())?;
-        Some(st.sealer.seal(tenant, &id, &plain).map_err(|e| {
-            tracing::error!(error = %e, "sealing upstream headers failed");
-            ApiError::internal()
-        })?)
+        Some(
+            st.sealer
+                .seal(tenant, headers_context(&id), &plain)
+                .map_err(|e| {
+                    tracing::error!(error = %e, "sealing upstream headers failed");
+                    ApiError::internal()
+                })?,
+        )
     };
     let created_at = now();
     let row = SessionRow {

@@ -22,8 +22,7 @@ use crate::model::{
     is_provider_name, new_grant_id, normalise,
 };
 use crate::oauth::{self, ClientConfig, ExchangeError};
-use crate::routes::providers::secret_context;
-use crate::state::{ScopeState, now};
+use crate::state::{ScopeState, now, secret_context, verifier_context};
 use crate::store::{AuditNote, GrantOutcome};
 use pinfold_core::scope::Hierarchy;
 
@@ -330,7 +329,7 @@ pub async fn create_grant(
         })?;
     let verifier_sealed = st
         .sealer
-        .seal(tenant, &format!("grant:{id}"), verifier.secret().as_bytes())
+        .seal(tenant, &verifier_context(&id), verifier.secret().as_bytes())
         .map_err(|e| {
             tracing::error!(error = %e, "sealing a PKCE verifier failed");
             ApiError::internal()
@@ -493,11 +492,7 @@ pub async fn exchange_grant(
     }
     let verifier = st
         .sealer
-        .open(
-            tenant,
-            &format!("grant:{}", grant.id),
-            &taken.verifier_sealed,
-        )
+        .open(tenant, &verifier_context(&grant.id), &taken.verifier_sealed)
         .ok()
         .and_then(|v| String::from_utf8(v).ok())
         .ok_or_else(|| {

@@ -62,10 +62,20 @@ pub struct Config {
     pub shutdown_grace_secs: u64,
     /// `text` or `json`.
     pub log_format: String,
-    /// 32 random bytes, base64: seals the tenants' attestation keys at rest.
+    /// The current encryption key, 32 random bytes in base64: every secret
+    /// stored from now on (attestation keys, upstream headers, client
+    /// secrets, PKCE verifiers) is sealed under keys derived from it.
     /// Required outside dev mode (dev mode keeps one in the data directory).
+    /// A secret: never serialised.
     #[serde(default, skip_serializing)]
     pub encryption_key: Option<String>,
+    /// Earlier encryption keys, base64 like `encryption_key`: what was
+    /// sealed under them still opens, nothing new is sealed under them, and
+    /// `pinfold keys reseal` moves it under `encryption_key`. A list, or one
+    /// comma-separated string (`PINFOLD_ENCRYPTION_KEYS_OLD`). Secrets:
+    /// never serialised.
+    #[serde(default, skip_serializing, deserialize_with = "list_or_commas")]
+    pub encryption_keys_old: Vec<String>,
     /// Token verification.
     pub auth: AuthConfig,
     /// PostgreSQL pool.
@@ -110,6 +120,7 @@ impl Default for Config {
             shutdown_grace_secs: 20,
             log_format: "text".into(),
             encryption_key: None,
+            encryption_keys_old: Vec::new(),
             database_owner_url: None,
             auth: AuthConfig {
                 leeway_secs: 30,
