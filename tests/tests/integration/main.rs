@@ -4,6 +4,7 @@
 mod auth;
 mod capture;
 mod cli;
+mod contract;
 mod faults;
 mod input;
 mod isolation;
