@@ -34,5 +34,7 @@ pub use config::ScopeConfig;
 pub use model::{GrantRow, GrantStatus, Preset, Profile, ProviderRow, StateRow};
 pub use oauth::UrlPolicy;
 pub use providers::{ProviderView, Providers};
-pub use state::{ScopeState, Sealer, SessionResolved, SessionTools, Signatures, VersionTools};
+pub use state::{
+    ScopeState, Sealer, SessionResolved, SessionTools, Signatures, VersionRemotes, VersionTools,
+};
 pub use store::{AuditNote, Expect, GrantOutcome, ProviderWrite, ScopeStore, ScopeStoreError};

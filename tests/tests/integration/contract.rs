@@ -1,10 +1,10 @@
 //! The OpenAPI document says what a request needs: for the bodies whose
 //! rules go beyond their members' types (an upstream URL, `server` or
-//! `session`, a `server.json`), every case here is checked against the
-//! served document's request schema (JSON Schema 2020-12, formats
-//! asserted, as schemathesis checks them) and sent to the handler, with the
-//! state arranged so that nothing but the body decides: the schema admits a
-//! body exactly when the handler accepts it.
+//! `session`, a `server.json`, a grant's `plan` or `scopes`), every case
+//! here is checked against the served document's request schema (JSON
+//! Schema 2020-12, formats asserted, as schemathesis checks them) and sent
+//! to the handler, with the state arranged so that nothing but the body
+//! decides: the schema admits a body exactly when the handler accepts it.
 
 use pinfold_tests::*;
 use serde_json::{Value, json};
@@ -272,4 +272,62 @@ async fn the_server_json_schema_states_the_card_rules() {
     ];
     let path = format!("/v1/tenants/{}/import/server-json", app.tenant);
     agree(&app, "import_server_json", "POST", &path, cases).await;
+}
+
+#[tokio::test]
+async fn the_grant_schema_states_plan_or_scopes() {
+    let app = TestApp::new().await;
+    let r = app
+        .send(
+            "PUT",
+            &format!("/v1/tenants/{}/providers/notes", app.tenant),
+            Some(&app.admin()),
+            Some(json!({
+                "client_id": "pinfold",
+                "authorization_endpoint": "https://as.example/authorize",
+                "token_endpoint": "https://as.example/token",
+                "redirect_uris": ["https://app.example/callback"],
+                "resources": {SERVER: "https://notes.example/mcp"}
+            })),
+        )
+        .await;
+    assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.bytes));
+    let grant = |extra: Value| {
+        let mut b = json!({"provider": "notes", "redirect_uri": "https://app.example/callback",
+            "resource": SERVER});
+        for (k, v) in extra.as_object().unwrap() {
+            b[k] = v.clone();
+        }
+        b
+    };
+    let plan = |p: Value| grant(json!({"plan": p}));
+    let scopes = |n: usize| (0..n).map(|i| format!("s{i}")).collect::<Vec<_>>();
+    let cases = vec![
+        grant(json!({"scopes": ["notes:read"]})),
+        grant(json!({"scopes": scopes(100), "plan": null})),
+        plan(json!({"required": ["notes:read"]})),
+        plan(json!({"required": [], "request": ["notes:read"], "server": SERVER})),
+        plan(
+            json!({"required": ["a"], "request": null, "calls": [1, {}], "_meta": 2,
+            "notices": [], "strategy": "exact", "provider": "other", "version": "1.0.0",
+            "www_authenticate": null}),
+        ),
+        grant(json!({"scopes": []})),
+        grant(json!({"scopes": ["a", "a"]})),
+        grant(json!({"scopes": ["a b"]})),
+        grant(json!({"scopes": scopes(101)})),
+        grant(json!({})),
+        grant(json!({"scopes": null, "plan": null})),
+        grant(json!({"scopes": ["a"], "plan": {"required": ["a"]}})),
+        grant(json!({"scopes": ["a"], "provider": "Notes"})),
+        plan(json!({"required": []})),
+        plan(json!({"required": ["a"], "request": []})),
+        plan(json!({"required": scopes(101)})),
+        plan(json!({"required": ["a"], "request": ["b", "b"]})),
+        plan(json!({"required": ["a\"b"]})),
+        plan(json!({"required": ["a"], "extra": 1})),
+        plan(json!({"request": ["a"]})),
+    ];
+    let path = format!("/v1/tenants/{}/grants", app.tenant);
+    agree(&app, "create_grant", "POST", &path, cases).await;
 }
