@@ -135,6 +135,9 @@ async fn the_session_schema_states_the_upstream_rules() {
     ];
     cases.push(json!({"server": SERVER, "upstream": {"url": "http://x/"}, "ttl_seconds": 0}));
     cases.push(json!({"server": SERVER, "upstream": {"url": "http://x/"}, "ttl_seconds": 86_400}));
+    // JSON Schema's `integer` is any number without a fractional part.
+    cases.push(json!({"server": SERVER, "upstream": {"url": "http://x/"}, "ttl_seconds": 60.0}));
+    cases.push(json!({"server": SERVER, "upstream": {"url": "http://x/"}, "ttl_seconds": 60.5}));
     cases.push(json!({"server": SERVER, "upstream": {"url": "http://x/"}, "extra": 1}));
     let path = format!("/v1/tenants/{}/sessions", app.tenant);
     agree(&app, "open_session", "POST", &path, cases).await;

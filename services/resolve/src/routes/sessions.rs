@@ -113,7 +113,7 @@ pub struct NewSessionBody {
     pub upstream: UpstreamBody,
     /// Lifetime in seconds (default 3,600; at most the configured maximum,
     /// 86,400 unless the deployment changed it).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "pinfold_http::body::opt_integer")]
     #[schema(minimum = 1, maximum = 86400)]
     pub ttl_seconds: Option<u64>,
 }
