@@ -101,7 +101,7 @@ fn body_for(operation: &str) -> Value {
         "resolve_batch" => json!({"calls": [{"name": "read_note", "arguments": {"id": "n1"}}]}),
         "put_provider" => provider_body(),
         "create_grant" => json!({"provider": PROVIDER, "scopes": ["notes:read"],
-            "redirect_uri": "https://bee.example/callback"}),
+            "redirect_uri": "https://bee.example/callback", "resource": SERVER}),
         "exchange_grant" => json!({"code": "a-code", "state": "not-the-state"}),
         "plan_scopes" => json!({"provider": "github", "server": SERVER, "version": "1.0.0",
             "calls": [{"name": "read_note", "arguments": {"id": "n1"}}]}),
@@ -118,7 +118,8 @@ fn provider_body() -> Value {
         "authorization_endpoint": "https://idp.bee.example/authorize",
         "token_endpoint": "https://idp.bee.example/token",
         "redirect_uris": ["https://bee.example/callback"],
-        "hierarchy": {"notes:write": ["notes:read"]}})
+        "hierarchy": {"notes:write": ["notes:read"]},
+        "resources": {SERVER: "https://notes.bee.example/mcp"}})
 }
 
 /// Every operation under `/v1/tenants/{tenant}` in `doc`, as concrete

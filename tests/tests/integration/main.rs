@@ -4,6 +4,7 @@
 mod auth;
 mod capture;
 mod cli;
+mod contract;
 mod egress;
 mod faults;
 mod input;
