@@ -27,7 +27,8 @@ pub const DEV_TENANT: &str = "dev";
 /// Tokens printed in dev mode.
 #[derive(Debug, Clone)]
 pub struct DevTokens {
-    /// `platform` role: creates tenants.
+    /// `platform` role, no tenant: creates tenants, and holds no role
+    /// inside any.
     pub platform: String,
     /// All roles in the `dev` tenant.
     pub admin: String,
