@@ -20,6 +20,7 @@ pub mod rate_limits;
 pub mod registry_wiring;
 pub mod resolve_wiring;
 pub mod scope_wiring;
+pub mod scrape;
 pub mod sealer;
 pub mod serve;
 pub mod services;

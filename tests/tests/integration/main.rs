@@ -8,6 +8,7 @@ mod faults;
 mod input;
 mod isolation;
 mod limits;
+mod metrics_access;
 mod ops;
 mod publish;
 mod registry;

@@ -11,6 +11,7 @@
 //! | `resolve` | `[resolve]`: session lifetimes, cache size, upstream timeouts |
 //! | `rate_limits` | `[rate_limits]`: token buckets per route class, and the limiter they describe |
 //! | `connections` | `[connections]`: header read timeout, most open connections |
+//! | `metrics` | `[metrics]`: who may scrape `/metrics` (token, client address ranges) |
 //! | `database` | which database `database_url` names, the owner URL beside it, `[postgres]`, and password redaction for messages |
 //!
 //! `[telemetry]` is [`crate::telemetry`]'s and `[limits]` is
@@ -21,6 +22,7 @@ mod auth;
 mod connections;
 mod database;
 mod load;
+mod metrics;
 mod rate_limits;
 mod resolve;
 mod root;
@@ -29,6 +31,7 @@ pub use auth::{AuthConfig, ClaimRuleSettings, IssuerSettings};
 pub use connections::ConnectionSettings;
 pub use database::{Backend, PostgresConfig, redact_url};
 pub use load::{Overrides, config_keys, unknown_env_vars};
+pub use metrics::MetricsSettings;
 pub use rate_limits::{ClassLimits, RateLimitSettings};
 pub use resolve::ResolveSettings;
 pub use root::Config;

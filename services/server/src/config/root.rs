@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 use super::auth::AuthConfig;
 use super::connections::ConnectionSettings;
 use super::database::{Backend, PostgresConfig};
+use super::metrics::MetricsSettings;
 use super::rate_limits::RateLimitSettings;
 use super::resolve::ResolveSettings;
 use crate::services::Service;
@@ -88,6 +89,10 @@ pub struct Config {
     /// connections.
     #[serde(default)]
     pub connections: ConnectionSettings,
+    /// Who may scrape `/metrics` (`[metrics]`): a bearer token, client
+    /// address ranges. Nothing set: anyone.
+    #[serde(default)]
+    pub metrics: MetricsSettings,
 }
 
 impl Default for Config {
@@ -121,6 +126,7 @@ impl Default for Config {
             resolve: ResolveSettings::default(),
             rate_limits: RateLimitSettings::default(),
             connections: ConnectionSettings::default(),
+            metrics: MetricsSettings::default(),
         }
     }
 }
@@ -152,6 +158,7 @@ impl Config {
         self.resolve.validate()?;
         self.rate_limits.validate()?;
         self.connections.validate()?;
+        self.metrics.validate()?;
         let l = &self.limits;
         for (name, value) in [
             ("max_document_bytes", l.max_document_bytes),
@@ -220,7 +227,9 @@ impl Config {
 
 /// A list of strings, or one string of comma-separated items (what an
 /// environment variable can hold).
-fn list_or_commas<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+pub(super) fn list_or_commas<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Vec<String>, D::Error> {
     #[derive(Deserialize)]
     #[serde(untagged)]
     enum ListOrCommas {
