@@ -28,8 +28,10 @@
 //! audit log, registry, sessions, providers and grants are what a tenant's
 //! own roles manage. Creating a tenant answers its record in the `201`; a
 //! tenant is read afterwards with a token of that tenant. A route that
-//! manages tenant records across tenants would sit outside `{tenant}` (as
-//! `POST /v1/tenants` does) and check `platform` itself.
+//! manages tenant records across tenants (listing them, say) would sit
+//! outside `{tenant}`, as `POST /v1/tenants` does, check `platform` itself,
+//! and need its own database binding: on PostgreSQL, row-level security
+//! lets no tenant binding read another tenant's row.
 //!
 //! Admission charges the request to the rate limits of its tenant and
 //! caller ([`crate::ratelimit`]) when the edge installed a limiter: over
