@@ -62,11 +62,12 @@ mod tests {
     }
 
     /// Under a load of many more jobs than permits, as many jobs run at
-    /// once as there are permits, and never more: each job waits (up to a
-    /// deadline) until the permits are all taken, then holds its own a
-    /// little longer, so a bound that admitted more would show a higher
-    /// peak and one that admitted fewer a lower one. On its own semaphore,
-    /// so other tests' jobs on the shared one cannot take a permit.
+    /// once as there are permits, and never more: the first jobs wait (up
+    /// to a deadline) until the permits have all been taken at once, and
+    /// every job holds its own a little longer, so a bound that admitted
+    /// more would show a higher peak and one that admitted fewer a lower
+    /// one. On its own semaphore, so other tests' jobs on the shared one
+    /// cannot take a permit.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn as_many_jobs_run_at_once_as_there_are_permits_and_no_more() {
         const PERMITS: usize = 3;
@@ -80,7 +81,7 @@ mod tests {
                     let now = running.fetch_add(1, Ordering::SeqCst) + 1;
                     peak.fetch_max(now, Ordering::SeqCst);
                     let deadline = Instant::now() + Duration::from_secs(5);
-                    while running.load(Ordering::SeqCst) < PERMITS && Instant::now() < deadline {
+                    while peak.load(Ordering::SeqCst) < PERMITS && Instant::now() < deadline {
                         std::thread::sleep(Duration::from_millis(1));
                     }
                     // Overlap with whatever else was admitted meanwhile.
