@@ -521,6 +521,17 @@ mod tests {
         }
     }
 
+    /// Opens the gate when dropped, so a failing assertion unwinds past
+    /// renderings blocked at it instead of leaving the runtime waiting
+    /// for them.
+    struct OpenOnDrop(Arc<Gate>);
+
+    impl Drop for OpenOnDrop {
+        fn drop(&mut self) {
+            self.0.open();
+        }
+    }
+
     /// N scrapes that arrive while a rendering runs cause that one
     /// rendering, and all answer its bytes; the next scrape renders anew.
     #[tokio::test]
@@ -529,6 +540,7 @@ mod tests {
         let flight = Arc::new(SingleFlight::default());
         let computed = Arc::new(AtomicUsize::new(0));
         let gate = Arc::new(Gate::default());
+        let _open = OpenOnDrop(gate.clone());
         let mut scrapes = Vec::new();
         for _ in 0..N {
             let (computed, gate) = (computed.clone(), gate.clone());
@@ -571,6 +583,7 @@ mod tests {
     async fn an_abandoned_rendering_is_not_joined_later() {
         let flight = SingleFlight::default();
         let gate = Arc::new(Gate::default());
+        let _open = OpenOnDrop(gate.clone());
         let (g, ran) = (gate.clone(), Arc::new(AtomicBool::new(false)));
         let r = ran.clone();
         let mut first = Box::pin(flight.run(move || {
