@@ -418,6 +418,9 @@ fn app_router(
             protected_resource: Arc::new(ProtectedResource::from_config(cfg)),
             authn: authn.clone(),
             metrics: Arc::new(Metrics::default()),
+            scrapes: Arc::new(pinfold_server::scrape::Scrapes::new(
+                cfg.metrics.access().expect("[metrics]"),
+            )),
             body_limit: cfg.body_limit_bytes,
             request_timeout: Duration::from_secs(cfg.request_timeout_secs),
             rate_limiter,

@@ -116,10 +116,13 @@ pub struct TokenArgs {
     /// The token's subject.
     #[arg(long)]
     pub sub: String,
-    /// The tenant (required for tenant roles).
+    /// The tenant the token belongs to: its tenant roles act there and
+    /// nowhere else (required for tenant roles).
     #[arg(long)]
     pub tenant: Option<String>,
-    /// Comma-separated roles: platform, admin, publisher, reviewer, reader, client.
+    /// Comma-separated roles: platform (the platform routes, creating
+    /// tenants; no role inside any tenant), and the tenant roles admin,
+    /// publisher, reviewer, reader, client (in --tenant only).
     #[arg(long, value_delimiter = ',', required = true)]
     pub roles: Vec<String>,
     /// Lifetime, like 30m, 1h, 7d.
@@ -267,7 +270,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<i32> {
         )?;
         writeln!(
             out,
-            "  export PINFOLD_PLATFORM_TOKEN={} # platform: creates tenants",
+            "  export PINFOLD_PLATFORM_TOKEN={} # platform: creates tenants (no role inside one)",
             t.platform
         )?;
         writeln!(

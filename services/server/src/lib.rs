@@ -22,6 +22,7 @@ pub mod registry_wiring;
 pub mod reseal;
 pub mod resolve_wiring;
 pub mod scope_wiring;
+pub mod scrape;
 pub mod sealer;
 pub mod serve;
 pub mod services;

@@ -13,6 +13,8 @@
 //! | `pinfold_http_request_duration_seconds`  | `pinfold.http.request.duration` | histogram | route, method, status|
 //! | `pinfold_build_info`                     | `pinfold.build.info`            | gauge     | version              |
 //! | `pinfold_rate_limited_total`             | (Prometheus only)              | counter   | class, scope         |
+//! | `pinfold_metrics_scrapes_total`          | (Prometheus only)              | counter   |                      |
+//! | `pinfold_metrics_renders_total`          | (Prometheus only)              | counter   |                      |
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -322,6 +324,31 @@ pub fn render_rate_limited(limiter: &pinfold_http::ratelimit::RateLimiter, out: 
                 limiter.refused(class, scope)
             );
         }
+    }
+}
+
+/// Scrapes of `/metrics` admitted (counter, Prometheus only).
+pub const SCRAPES: &str = "pinfold_metrics_scrapes_total";
+/// Renderings of `/metrics` (counter, Prometheus only): below
+/// [`SCRAPES`] when concurrent scrapes shared one.
+pub const RENDERS: &str = "pinfold_metrics_renders_total";
+
+/// Appends `pinfold_metrics_scrapes_total` and
+/// `pinfold_metrics_renders_total` (no labels): scrapes admitted and
+/// renderings started, the one being written included.
+pub fn render_scrapes(scrapes: u64, renders: u64, out: &mut String) {
+    for (name, help, v) in [
+        (SCRAPES, "Scrapes of /metrics admitted.", scrapes),
+        (
+            RENDERS,
+            "Renderings of /metrics (concurrent scrapes share one).",
+            renders,
+        ),
+    ] {
+        let _ = writeln!(
+            out,
+            "# HELP {name} {help}\n# TYPE {name} counter\n{name} {v}"
+        );
     }
 }
 

@@ -11,6 +11,7 @@ mod input;
 mod isolation;
 mod keys;
 mod limits;
+mod metrics_access;
 mod ops;
 mod publish;
 mod registry;

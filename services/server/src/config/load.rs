@@ -272,6 +272,42 @@ roles = ["reader", "client"]
     }
 
     #[test]
+    fn metrics_protection_loads_from_toml_and_is_checked() {
+        let cfg = load_toml(
+            "[metrics]\ntoken = \"0123456789abcdef0123\"\nallow_from = [\"10.0.0.0/8\", \"::1\"]\n",
+        )
+        .unwrap();
+        assert_eq!(cfg.metrics.allow_from, ["10.0.0.0/8", "::1"]);
+        let access = cfg.metrics.access().unwrap();
+        assert!(access.needs_token() && access.allow_from().len() == 2);
+        assert!(
+            !format!("{cfg:?}").contains("0123456789abcdef0123"),
+            "the token never shows"
+        );
+        // One comma-separated string works as in the environment.
+        let cfg = load_toml("[metrics]\nallow_from = \"127.0.0.1, 10.0.0.0/8\"\n").unwrap();
+        assert_eq!(cfg.metrics.allow_from, ["127.0.0.1", "10.0.0.0/8"]);
+        assert!(Config::default().metrics.access().unwrap().is_open());
+        for (text, want) in [
+            (
+                "[metrics]\nallow_from = [\"nope\"]",
+                "metrics.allow_from[0]",
+            ),
+            (
+                "[metrics]\ntoken = \"short\"",
+                "metrics.token: the scrape token must be",
+            ),
+            (
+                "[metrics]\ntokn = \"0123456789abcdef0123\"",
+                "unknown field",
+            ),
+        ] {
+            let e = format!("{:#}", load_toml(text).unwrap_err());
+            assert!(e.contains(want), "{text}: {e}");
+        }
+    }
+
+    #[test]
     fn rate_and_connection_limits_load_and_are_checked() {
         let cfg = load_toml(
             "[rate_limits]\nenabled = false\n[rate_limits.publish]\ntenant_rate = 0.5\ntenant_burst = 3\nprincipal_rate = 1\nprincipal_burst = 2\n[connections]\nheader_read_timeout_secs = 3\n",

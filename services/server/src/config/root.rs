@@ -15,6 +15,7 @@ use super::auth::AuthConfig;
 use super::connections::ConnectionSettings;
 use super::database::{Backend, PostgresConfig};
 use super::egress::EgressSettings;
+use super::metrics::MetricsSettings;
 use super::rate_limits::RateLimitSettings;
 use super::resolve::ResolveSettings;
 use crate::services::Service;
@@ -103,6 +104,10 @@ pub struct Config {
     /// allow-list of the server's own requests.
     #[serde(default)]
     pub egress: EgressSettings,
+    /// Who may scrape `/metrics` (`[metrics]`): a bearer token, client
+    /// address ranges. Nothing set: anyone.
+    #[serde(default)]
+    pub metrics: MetricsSettings,
 }
 
 impl Default for Config {
@@ -138,6 +143,7 @@ impl Default for Config {
             rate_limits: RateLimitSettings::default(),
             connections: ConnectionSettings::default(),
             egress: EgressSettings::default(),
+            metrics: MetricsSettings::default(),
         }
     }
 }
@@ -170,6 +176,7 @@ impl Config {
         self.rate_limits.validate()?;
         self.connections.validate()?;
         self.egress.validate()?;
+        self.metrics.validate()?;
         let l = &self.limits;
         for (name, value) in [
             ("max_document_bytes", l.max_document_bytes),
@@ -245,7 +252,9 @@ impl Config {
 
 /// A list of strings, or one string of comma-separated items (what an
 /// environment variable can hold).
-fn list_or_commas<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+pub(super) fn list_or_commas<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Vec<String>, D::Error> {
     #[derive(Deserialize)]
     #[serde(untagged)]
     enum ListOrCommas {
