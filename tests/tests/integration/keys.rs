@@ -222,7 +222,8 @@ async fn start_grant(app: &TestApp, t: &TenantId, provider: &str) -> Pending {
             &format!("/v1/tenants/{t}/grants"),
             Some(&client_of(t)),
             Some(json!({"provider": provider, "scopes": ["notes:read"],
-                "redirect_uri": "https://app.example/callback"})),
+                "redirect_uri": "https://app.example/callback",
+                "resource": "https://notes.example/mcp"})),
         )
         .await;
     assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.bytes));

@@ -392,6 +392,18 @@ pub async fn open_session(
             "an exact version or `latest`",
         ));
     }
+    let tenant = scope.tenant();
+    // The egress policy first: a URL whose host is an address the policy
+    // refuses, in any spelling a URL parser reads as one (`127.1`, the
+    // decimal `2130706433`), is `upstream_not_allowed` whatever else is
+    // wrong with the body. Nothing is resolved or sent for it.
+    let rules = st.egress.rules(tenant).await?;
+    let parsed = url::Url::parse(&body.upstream.url).ok();
+    if let Some(url) = &parsed
+        && let Err(e @ EgressError::NotAllowed) = st.egress.egress.admit(&rules, url, false)
+    {
+        return Err(pinfold_http::egress::not_allowed("/upstream/url", &e));
+    }
     check_upstream(&body.upstream, &mut errors);
     let max = st.config.max_ttl.as_secs();
     let ttl = body
@@ -407,11 +419,9 @@ pub async fn open_session(
     if !errors.is_empty() {
         return Err(ApiError::validation(errors));
     }
-    let tenant = scope.tenant();
-    // The egress policy, before anything else is looked at: a refused
-    // destination is refused whatever the server and version.
-    let rules = st.egress.rules(tenant).await?;
-    let url = url::Url::parse(&body.upstream.url).map_err(|_| {
+    // Then the name resolved and every address judged, and the rule for
+    // credentials over plain http.
+    let url = parsed.ok_or_else(|| {
         pinfold_http::egress::not_allowed("/upstream/url", &EgressError::InvalidUrl)
     })?;
     st.egress

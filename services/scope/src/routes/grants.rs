@@ -882,14 +882,7 @@ pub async fn exchange_grant(
         .ok_or_else(|| provider_not_ready("profile (it was removed)"))?;
     let out = st.outbound(tenant).await?;
     let client = client_config(&st, &out, tenant, &row, &grant.redirect_uri)?;
-    let result = oauth::exchange(
-        &out,
-        &client,
-        &body.code,
-        verifier,
-        &resource,
-    )
-    .await;
+    let result = oauth::exchange(&out, &client, &body.code, verifier, &resource).await;
     match result {
         Ok(token) => {
             let granted = oauth::granted_scopes(&token, &grant.requested);
