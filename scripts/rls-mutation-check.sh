@@ -34,6 +34,9 @@ mutations=(
     "GRANT UPDATE ON versions TO pinfold_runtime"
     "CREATE POLICY leak ON resolve_sessions USING (true)"
     "DROP POLICY maintenance_purge_select ON scope_grant_states; CREATE POLICY maintenance_purge_select ON scope_grant_states FOR SELECT USING (current_setting('app.tenant_id', true) = 'maintenance:purge' AND expires_at < 9223372036854775807)"
+    "DROP POLICY maintenance_tenants_select ON tenants; CREATE POLICY maintenance_tenants_select ON tenants FOR SELECT USING (current_setting('app.tenant_id', true) LIKE 'maintenance:%')"
+    "CREATE POLICY maintenance_tenants_select ON tenant_keys FOR SELECT USING (current_setting('app.tenant_id', true) = 'maintenance:tenants')"
+    "GRANT UPDATE (kid) ON tenant_keys TO pinfold_runtime"
 )
 survived=0
 for m in "${mutations[@]}"; do

@@ -7,6 +7,14 @@
 //
 // Prints the port alone on its first line once it listens. Not for
 // production: devInteractions accepts any login.
+//
+// GET /test/token-requests lists what each token request carried (its
+// grant_type and RFC 8707 resource, and whether a token was issued), so a
+// test can check that a client sent the resource in the token request as
+// well as in the authorization request, as the MCP authorization
+// specification requires: with the resource left out, this provider would
+// still fall back to the one granted at authorization, and the issued
+// token would not show the difference.
 import http from 'node:http';
 import Provider from 'oidc-provider';
 
@@ -61,6 +69,25 @@ server.listen(port, '127.0.0.1', () => {
     },
   });
   provider.on('server_error', (_ctx, err) => console.error('server_error', err));
-  server.on('request', provider.callback());
+  const tokenRequests = [];
+  const record = (outcome) => (ctx) => {
+    const params = (ctx.oidc && ctx.oidc.params) || {};
+    tokenRequests.push({
+      outcome,
+      grant_type: params.grant_type ?? null,
+      resource: params.resource ?? null,
+    });
+  };
+  provider.on('grant.success', record('issued'));
+  provider.on('grant.error', record('refused'));
+  const callback = provider.callback();
+  server.on('request', (req, res) => {
+    if (req.method === 'GET' && req.url === '/test/token-requests') {
+      res.setHeader('content-type', 'application/json');
+      res.end(JSON.stringify(tokenRequests));
+      return;
+    }
+    callback(req, res);
+  });
   console.log(String(server.address().port));
 });

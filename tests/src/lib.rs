@@ -19,6 +19,7 @@ use pinfold_core::ids::TenantId;
 use pinfold_http::Authenticator;
 use pinfold_http::auth::{ClaimMapping, IssuerConfig, KeySource};
 use pinfold_http::ratelimit::{Clock, RateLimiter};
+use pinfold_registry::keys::Keyring;
 use pinfold_server::app::{self, AppContext};
 use pinfold_server::config::Config;
 use pinfold_server::metrics::Metrics;
@@ -322,9 +323,12 @@ pub struct TestApp {
     pub authn: Arc<Authenticator>,
     /// The database (kept alive).
     pub db: FreshDb,
-    /// The server encryption key (base64) sealing the tenants' attestation
-    /// keys: `encryption_key` of the configuration, or a fixed test key.
+    /// The current encryption key (base64) sealing every stored secret:
+    /// `encryption_key` of the configuration, or a fixed test key.
     pub encryption_key: String,
+    /// The old encryption keys (base64), which only open:
+    /// `encryption_keys_old` of the configuration.
+    pub encryption_keys_old: Vec<String>,
     /// The rate limiter (`None` unless the configuration enables it), on a
     /// manual clock: tests advance it instead of sleeping.
     pub rate_limiter: Option<Arc<RateLimiter>>,
@@ -377,6 +381,16 @@ impl Resp {
     }
 }
 
+/// The keyring of `current` and `old` (base64 each), as `pinfold serve`
+/// builds it from `encryption_key` and `encryption_keys_old`.
+pub fn keyring_of(current: &str, old: &[String]) -> Keyring {
+    pinfold_server::registry_wiring::with_old_keys(
+        Keyring::from_base64(current).expect("encryption key"),
+        old,
+    )
+    .expect("old encryption keys")
+}
+
 /// The real application router over `store`, as `pinfold serve` builds it,
 /// serving `services` (and the operational routes).
 fn app_router(
@@ -384,12 +398,11 @@ fn app_router(
     store: &Store,
     egress: &Arc<pinfold_egress::Egress>,
     authn: &Arc<Authenticator>,
-    key: &str,
+    keyring: Keyring,
     services: &[Service],
     rate_limiter: Option<Arc<RateLimiter>>,
 ) -> pinfold_server::fastpath::App {
-    let keyring =
-        Arc::new(pinfold_registry::keys::Keyring::from_base64(key).expect("encryption key"));
+    let keyring = Arc::new(keyring);
     let registry =
         pinfold_server::registry_wiring::registry_state(store, keyring.clone(), cfg.limits.clone());
     let scope = pinfold_server::scope_wiring::scope_state(store, &registry, keyring, egress);
@@ -405,6 +418,9 @@ fn app_router(
             protected_resource: Arc::new(ProtectedResource::from_config(cfg)),
             authn: authn.clone(),
             metrics: Arc::new(Metrics::default()),
+            scrapes: Arc::new(pinfold_server::scrape::Scrapes::new(
+                cfg.metrics.access().expect("[metrics]"),
+            )),
             body_limit: cfg.body_limit_bytes,
             request_timeout: Duration::from_secs(cfg.request_timeout_secs),
             rate_limiter,
@@ -448,13 +464,14 @@ impl TestApp {
             .encryption_key
             .clone()
             .unwrap_or_else(|| base64::engine::general_purpose::STANDARD.encode([42u8; 32]));
+        let encryption_keys_old = cfg.encryption_keys_old.clone();
         let rate_limiter = cfg.rate_limits.limiter(Clock::manual());
         let router = app_router(
             &cfg,
             &store,
             &egress,
             &authn,
-            &encryption_key,
+            keyring_of(&encryption_key, &encryption_keys_old),
             &Service::ALL,
             rate_limiter.clone(),
         );
@@ -465,6 +482,7 @@ impl TestApp {
             authn,
             db,
             encryption_key,
+            encryption_keys_old,
             rate_limiter,
         };
         app.await_listening().await;
@@ -503,6 +521,19 @@ impl TestApp {
     /// A second application ("replica") over the same database, with its own
     /// caches, as another Pinfold process would be.
     pub async fn replica(&self) -> TestApp {
+        self.with_encryption_keys(&self.encryption_key, &self.encryption_keys_old)
+            .await
+    }
+
+    /// This app's keyring (current and old encryption keys).
+    pub fn keyring(&self) -> Keyring {
+        keyring_of(&self.encryption_key, &self.encryption_keys_old)
+    }
+
+    /// A replica ([`TestApp::replica`]) configured with other encryption
+    /// keys: `current` (base64) and the old keys `old`, as a process
+    /// restarted with a rotated key would be.
+    pub async fn with_encryption_keys(&self, current: &str, old: &[String]) -> TestApp {
         let cfg = config_for(&self.db);
         let store = pinfold_server::serve::open_store(&cfg)
             .await
@@ -518,7 +549,7 @@ impl TestApp {
             &store,
             &egress,
             &authn,
-            &self.encryption_key,
+            keyring_of(current, old),
             &Service::ALL,
             None,
         );
@@ -532,7 +563,8 @@ impl TestApp {
                 owner_url: self.db.owner_url.clone(),
                 dir: tempfile::tempdir().expect("tempdir"),
             },
-            encryption_key: self.encryption_key.clone(),
+            encryption_key: current.to_owned(),
+            encryption_keys_old: old.to_vec(),
             rate_limiter: None,
         };
         replica.await_listening().await;
@@ -549,7 +581,7 @@ impl TestApp {
             &self.store,
             &pinfold_server::egress_wiring::egress(&cfg),
             &self.authn,
-            &self.encryption_key,
+            self.keyring(),
             services,
             self.rate_limiter.clone(),
         );
@@ -564,6 +596,7 @@ impl TestApp {
                 dir: tempfile::tempdir().expect("tempdir"),
             },
             encryption_key: self.encryption_key.clone(),
+            encryption_keys_old: self.encryption_keys_old.clone(),
             rate_limiter: self.rate_limiter.clone(),
         }
     }

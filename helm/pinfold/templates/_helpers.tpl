@@ -126,3 +126,13 @@ directly). docs/OPERATIONS.md has the same table.
       name: {{ include "pinfold.secretName" . }}
       key: {{ .Values.secrets.databaseUrlKey }}
 {{- end }}
+
+{{/* The Secret holding the /metrics scrape token (metrics.token). */}}
+{{- define "pinfold.metricsSecretName" -}}
+{{- default (printf "%s-metrics" (include "pinfold.fullname" .)) .Values.metrics.token.existingSecret }}
+{{- end }}
+
+{{/* Where the pods find the scrape token. */}}
+{{- define "pinfold.metricsTokenDir" -}}
+/etc/pinfold/metrics
+{{- end }}

@@ -9,7 +9,8 @@
 //!   The original spelling is kept for display; equality, ordering and
 //!   hashing use the ASCII-lowercase [`ServerName::canonical`] form, so
 //!   `io.github.Acme/files` and `io.github.acme/files` are the same server.
-//! - [`Version`]: strict SemVer 2.0.0, at most 255 characters. `latest`,
+//! - [`Version`]: strict SemVer 2.0.0, at most 255 characters, major,
+//!   minor and patch at most 19 digits each. `latest`,
 //!   ranges (`^1.2`, `>=1`, `1.x`), a leading `v` and *build metadata*
 //!   (`1.0.0+build.5`) are rejected: build metadata does not take part in
 //!   SemVer precedence, so accepting it would let two distinct documents
@@ -24,6 +25,19 @@ use std::hash::{Hash, Hasher};
 use std::str::FromStr;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+/// A [`ServerName`] as a JSON Schema `pattern`, with `minLength` 3 and
+/// `maxLength` 200 (every character it admits is ASCII).
+pub const SERVER_NAME_PATTERN: &str = "^[a-zA-Z0-9.-]+/[a-zA-Z0-9._-]+$";
+
+/// A [`Version`] as a JSON Schema `pattern`, with `maxLength` 255: the
+/// SemVer 2.0.0 grammar (semver.org's regular expression) without build
+/// metadata, each of major, minor and patch at most 19 digits (they are
+/// 64-bit numbers).
+pub const VERSION_PATTERN: &str = concat!(
+    r"^(?:0|[1-9][0-9]{0,18})\.(?:0|[1-9][0-9]{0,18})\.(?:0|[1-9][0-9]{0,18})",
+    r"(?:-(?:0|[1-9][0-9]*|[0-9]*[a-zA-Z-][0-9a-zA-Z-]*)(?:\.(?:0|[1-9][0-9]*|[0-9]*[a-zA-Z-][0-9a-zA-Z-]*))*)?$"
+);
 
 /// Why a name or version was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -166,6 +180,16 @@ impl Version {
         if !v.build.is_empty() {
             return Err(NameError::VersionBuildMetadata);
         }
+        // At most 19 digits each, as [`VERSION_PATTERN`] says (a regular
+        // expression for "at most u64::MAX" would be unreadable).
+        if [v.major, v.minor, v.patch]
+            .iter()
+            .any(|n| *n >= 10u64.pow(19))
+        {
+            return Err(NameError::VersionSyntax(
+                "major, minor and patch are at most 19 digits each".into(),
+            ));
+        }
         Ok(Self(v))
     }
 
@@ -279,6 +303,79 @@ mod tests {
             serde_json::to_string(&Version::parse("2.1.0").unwrap()).unwrap(),
             "\"2.1.0\""
         );
+    }
+
+    fn schema(pattern: &str, min: usize, max: usize) -> jsonschema::Validator {
+        jsonschema::validator_for(&serde_json::json!({"type": "string", "pattern": pattern,
+            "minLength": min, "maxLength": max}))
+        .unwrap()
+    }
+
+    /// The schema patterns accept exactly what the parsers accept.
+    #[test]
+    fn patterns_agree_with_the_parsers() {
+        let names = schema(SERVER_NAME_PATTERN, 3, 200);
+        let versions = schema(VERSION_PATTERN, 0, 255);
+        let long = format!("a/{}", "x".repeat(199));
+        for s in [
+            "io.github.Acme/files",
+            "a/b",
+            "a/b/c",
+            "/x",
+            "ab",
+            "é.x/y",
+            "a_b/c",
+            "a.b-c/d_e.f-g",
+            long.as_str(),
+            &long[1..],
+        ] {
+            assert_eq!(
+                names.is_valid(&serde_json::json!(s)),
+                ServerName::parse(s).is_ok(),
+                "{s}"
+            );
+        }
+        let long = format!("1.0.0-{}", "a".repeat(249));
+        for s in [
+            "1.0.2",
+            "1.0.0-rc.1",
+            "1.0.0-0.3.7",
+            "1.0.0-x-y-z.--",
+            "1.0.0-alpha.01",
+            "1.0.0-",
+            "1.0.0-a..b",
+            "1.0.0+abc",
+            "latest",
+            "LATEST",
+            "^1.2.0",
+            "01.0.0",
+            "v1.0.0",
+            "1.0",
+            "",
+            "18446744073709551615.0.0",
+            "1234567890123456789.0.0",
+            "1.0.0\n",
+            long.as_str(),
+            &long[1..],
+        ] {
+            assert_eq!(
+                versions.is_valid(&serde_json::json!(s)),
+                Version::parse(s).is_ok(),
+                "{s:?}"
+            );
+        }
+    }
+
+    proptest::proptest! {
+        /// Every version the pattern admits (up to 255 bytes) parses.
+        #[test]
+        fn every_version_the_pattern_admits_parses(
+            v in proptest::string::string_regex(
+                VERSION_PATTERN.trim_start_matches('^').trim_end_matches('$')
+            ).unwrap()
+        ) {
+            proptest::prop_assert!(v.len() > 255 || Version::parse(&v).is_ok(), "{v}");
+        }
     }
 
     #[test]

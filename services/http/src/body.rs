@@ -147,6 +147,30 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for StrictJson<T> {
     }
 }
 
+/// Reads an optional non-negative integer as JSON Schema does: any number
+/// whose fractional part is zero is an `integer` (`18685.0` as much as
+/// `18685`; JSON Schema 2020-12 validation §6.1.1), where serde's `u64`
+/// takes only numbers written without one. For a member whose schema says
+/// `integer`: `#[serde(default, deserialize_with = "...::opt_integer")]`.
+pub fn opt_integer<'de, D>(d: D) -> Result<Option<u64>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+{
+    use serde::Deserialize as _;
+    let Some(n) = Option::<serde_json::Number>::deserialize(d)? else {
+        return Ok(None);
+    };
+    if let Some(u) = n.as_u64() {
+        return Ok(Some(u));
+    }
+    match n.as_f64() {
+        Some(f) if f.fract() == 0.0 && (0.0..=u64::MAX as f64).contains(&f) => Ok(Some(f as u64)),
+        _ => Err(serde::de::Error::custom(format!(
+            "invalid value: {n}, expected a non-negative integer"
+        ))),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -199,5 +223,30 @@ mod tests {
         );
         let deep = format!("{}{}", "[".repeat(65), "]".repeat(65));
         assert_eq!(parse_body(deep.as_bytes()).unwrap_err().code, "too_deep");
+    }
+
+    #[test]
+    fn integers_are_json_schema_integers() {
+        #[derive(serde::Deserialize)]
+        struct T {
+            #[serde(default, deserialize_with = "super::opt_integer")]
+            n: Option<u64>,
+        }
+        let read = |v: serde_json::Value| serde_json::from_value::<T>(v).map(|t| t.n);
+        assert_eq!(read(serde_json::json!({"n": 3})).unwrap(), Some(3));
+        assert_eq!(
+            read(serde_json::json!({"n": 18685.0})).unwrap(),
+            Some(18685)
+        );
+        assert_eq!(read(serde_json::json!({"n": null})).unwrap(), None);
+        assert_eq!(read(serde_json::json!({})).unwrap(), None);
+        for bad in [
+            serde_json::json!({"n": 1.5}),
+            serde_json::json!({"n": -1}),
+            serde_json::json!({"n": -2.0}),
+            serde_json::json!({"n": "1"}),
+        ] {
+            assert!(read(bad.clone()).is_err(), "{bad}");
+        }
     }
 }

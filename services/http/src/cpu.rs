@@ -14,12 +14,14 @@ use tokio::sync::Semaphore;
 
 use crate::problem::ApiError;
 
+/// Jobs [`offload`] runs at once: one per available core.
+fn permit_count() -> usize {
+    std::thread::available_parallelism().map_or(2, |n| n.get())
+}
+
 fn permits() -> &'static Semaphore {
     static PERMITS: OnceLock<Semaphore> = OnceLock::new();
-    PERMITS.get_or_init(|| {
-        let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
-        Semaphore::new(cores)
-    })
+    PERMITS.get_or_init(|| Semaphore::new(permit_count()))
 }
 
 /// Runs `work` on the blocking pool, at most one job per core at a time.
@@ -29,10 +31,16 @@ where
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,
 {
-    let _permit = permits()
-        .acquire()
-        .await
-        .map_err(|_| ApiError::internal())?;
+    offload_on(permits(), work).await
+}
+
+/// [`offload`] admitting at most as many jobs as `permits` holds.
+async fn offload_on<T, F>(permits: &Semaphore, work: F) -> Result<T, ApiError>
+where
+    F: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
+    let _permit = permits.acquire().await.map_err(|_| ApiError::internal())?;
     tokio::task::spawn_blocking(work).await.map_err(|e| {
         tracing::error!(error = %e, "CPU-bound task failed");
         ApiError::internal()
@@ -44,22 +52,41 @@ mod tests {
     use super::*;
     use std::sync::Arc;
     use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::time::{Duration, Instant};
 
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn runs_off_the_worker_and_bounds_concurrency() {
+    #[tokio::test]
+    async fn runs_off_the_worker() {
         let worker = std::thread::current().id();
         let ran_on = offload(|| std::thread::current().id()).await.unwrap();
         assert_ne!(ran_on, worker);
+    }
 
+    /// Under a load of many more jobs than permits, as many jobs run at
+    /// once as there are permits, and never more: the first jobs wait (up
+    /// to a deadline) until the permits have all been taken at once, and
+    /// every job holds its own a little longer, so a bound that admitted
+    /// more would show a higher peak and one that admitted fewer a lower
+    /// one. On its own semaphore, so other tests' jobs on the shared one
+    /// cannot take a permit.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn as_many_jobs_run_at_once_as_there_are_permits_and_no_more() {
+        const PERMITS: usize = 3;
+        let permits: &'static Semaphore = Box::leak(Box::new(Semaphore::new(PERMITS)));
         let running = Arc::new(AtomicUsize::new(0));
         let peak = Arc::new(AtomicUsize::new(0));
-        let jobs: Vec<_> = (0..32)
+        let jobs: Vec<_> = (0..8 * PERMITS)
             .map(|_| {
                 let (running, peak) = (running.clone(), peak.clone());
-                tokio::spawn(offload(move || {
+                tokio::spawn(offload_on(permits, move || {
                     let now = running.fetch_add(1, Ordering::SeqCst) + 1;
                     peak.fetch_max(now, Ordering::SeqCst);
-                    std::thread::sleep(std::time::Duration::from_millis(2));
+                    let deadline = Instant::now() + Duration::from_secs(5);
+                    while peak.load(Ordering::SeqCst) < PERMITS && Instant::now() < deadline {
+                        std::thread::sleep(Duration::from_millis(1));
+                    }
+                    // Overlap with whatever else was admitted meanwhile.
+                    std::thread::sleep(Duration::from_millis(5));
+                    peak.fetch_max(running.load(Ordering::SeqCst), Ordering::SeqCst);
                     running.fetch_sub(1, Ordering::SeqCst);
                 }))
             })
@@ -67,9 +94,12 @@ mod tests {
         for j in jobs {
             j.await.unwrap().unwrap();
         }
-        let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
-        assert!(peak.load(Ordering::SeqCst) <= cores);
-        assert!(peak.load(Ordering::SeqCst) >= 1);
+        assert_eq!(peak.load(Ordering::SeqCst), PERMITS);
+        assert_eq!(
+            permits.available_permits(),
+            PERMITS,
+            "every permit returned"
+        );
     }
 
     #[tokio::test]

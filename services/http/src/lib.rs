@@ -17,6 +17,7 @@ pub mod pagination;
 pub mod problem;
 pub mod ratelimit;
 pub mod report;
+pub mod schema;
 pub mod tenant;
 
 pub use auth::{Authenticator, Principal, Role};

@@ -365,7 +365,7 @@ pub struct StoredKey {
     pub kid: String,
     /// Raw Ed25519 public key, base64url.
     pub public_key: String,
-    /// The PKCS#8 private key sealed with the server key.
+    /// The PKCS#8 private key, sealed (`keys::Keyring::seal`).
     pub private_sealed: String,
     /// Creation time.
     pub created_at: Timestamp,

@@ -18,12 +18,22 @@
 //!   is cached again. One tenant therefore never fills more than its share,
 //!   and cannot flush the others out of the rest.
 //! - **Errors are never cached**: only answers the upstream gave are.
-//! - **Invalidation.** Ending a session or an upstream
-//!   `notifications/tools/list_changed` invalidates every entry of the
-//!   session at once (moka guarantees an invalidated entry is never read
-//!   again; the memory is reclaimed by its maintenance).
+//! - **Invalidation by generation.** Every session has a [`Generation`]
+//!   cell, and every entry carries the cell and the generation it was
+//!   fetched under. An upstream `notifications/tools/list_changed` bumps
+//!   the cell; ending the session (or dropping its state) retires it. Both
+//!   cost one atomic operation, whatever the number of entries or of
+//!   invalidations: there is no registry of predicates for every lookup to
+//!   evaluate. An entry whose generation is no longer current is a miss,
+//!   and is dropped when met; one never met again goes with its session's
+//!   expiry or with the eviction of the least used.
+//! - **No insert after invalidation.** An answer is stamped with the
+//!   generation current when its call started, so an answer whose session
+//!   was invalidated while it was in flight is served to its waiters but
+//!   never read from the cache.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -38,15 +48,52 @@ use pinfold_resolve_check::key::CacheKey;
 /// bench to be below this).
 pub const ENTRY_OVERHEAD: u32 = 400;
 
-/// One cached answer (held inline by moka; cloning it is one reference
-/// count; its tenant is the key's).
+/// A session's cache generation: entries stamped with another value are
+/// stale. `RETIRED` once the session has ended (or its state is gone).
+#[derive(Debug, Default)]
+pub(crate) struct Generation(AtomicU64);
+
+impl Generation {
+    const RETIRED: u64 = u64::MAX;
+
+    /// The generation now.
+    pub(crate) fn current(&self) -> u64 {
+        self.0.load(Ordering::Acquire)
+    }
+
+    /// Makes every entry stamped so far stale (an upstream list change).
+    pub(crate) fn bump(&self) {
+        let _ = self
+            .0
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |g| {
+                (g != Self::RETIRED).then_some(g + 1)
+            });
+    }
+
+    /// Makes every entry stale for good (the session ended).
+    pub(crate) fn retire(&self) {
+        self.0.store(Self::RETIRED, Ordering::Release);
+    }
+}
+
+/// One cached answer (held inline by moka; cloning it is two reference
+/// counts; its tenant is the key's).
 #[derive(Clone)]
 pub(crate) struct Entry {
     /// Whole seconds after the cache's epoch (16 bytes per entry fewer
     /// than an `Instant`).
     expires: u32,
     weight: u32,
+    /// The session generation it was fetched under, and the session's cell.
+    generation: u64,
+    cell: Arc<Generation>,
     pub(crate) value: Arc<Fetched>,
+}
+
+impl Entry {
+    fn is_current(&self) -> bool {
+        self.generation != Generation::RETIRED && self.cell.current() == self.generation
+    }
 }
 
 struct SessionExpiry {
@@ -82,7 +129,8 @@ impl moka::Expiry<CacheKey, Entry> for SessionExpiry {
 
 type Tenants = Arc<Mutex<HashMap<Box<str>, u64>>>;
 
-/// The cache with its per-tenant accounting.
+/// The cache with its per-tenant accounting (cloning it shares it).
+#[derive(Clone)]
 pub(crate) struct ResolveCache {
     epoch: Instant,
     cache: moka::sync::Cache<CacheKey, Entry>,
@@ -111,7 +159,6 @@ impl ResolveCache {
             .max_capacity(capacity_bytes)
             .weigher(|_k: &CacheKey, v: &Entry| v.weight)
             .expire_after(SessionExpiry { epoch })
-            .support_invalidation_closures()
             .eviction_listener(move |k: Arc<CacheKey>, v: Entry, _cause: RemovalCause| {
                 release(&listener_tenants, k.tenant(), u64::from(v.weight));
                 listener_stats.cache_removed(u64::from(v.weight));
@@ -127,23 +174,46 @@ impl ResolveCache {
     }
 
     /// An entry expiring at `expires_at`, rounded down to the second so
-    /// that it never outlives its session.
-    pub(crate) fn entry(&self, expires_at: Instant, weight: u32, value: Arc<Fetched>) -> Entry {
+    /// that it never outlives its session, fetched under `generation` of
+    /// the session's `cell`.
+    pub(crate) fn entry(
+        &self,
+        expires_at: Instant,
+        weight: u32,
+        value: Arc<Fetched>,
+        cell: Arc<Generation>,
+        generation: u64,
+    ) -> Entry {
         let secs = expires_at.saturating_duration_since(self.epoch).as_secs();
         Entry {
             expires: u32::try_from(secs).unwrap_or(u32::MAX),
             weight,
+            generation,
+            cell,
             value,
         }
     }
 
+    /// The entry of `key`, if it is there and of its session's current
+    /// generation; a stale one is dropped now.
     pub(crate) fn get(&self, key: &CacheKey) -> Option<Entry> {
-        self.cache.get(key)
+        let e = self.cache.get(key)?;
+        if e.is_current() {
+            return Some(e);
+        }
+        self.cache.invalidate(key);
+        self.stats.stale_dropped();
+        None
     }
 
-    /// Caches `entry` unless its tenant is at its share; returns whether
-    /// it was cached.
+    /// Caches `entry` unless its session moved on since it was fetched
+    /// (an invalidation while it was in flight) or its tenant is at its
+    /// share; returns whether it was cached.
     pub(crate) fn insert(&self, key: CacheKey, entry: Entry) -> bool {
+        if !entry.is_current() {
+            self.stats.stale_refusal();
+            return false;
+        }
         let w = u64::from(entry.weight);
         {
             let mut t = self.tenants.lock().unwrap_or_else(|e| e.into_inner());
@@ -166,14 +236,12 @@ impl ResolveCache {
         true
     }
 
-    /// Invalidates every entry of a session (by its key prefix).
-    pub(crate) fn invalidate_session(&self, prefix: Vec<u8>) {
-        let r = self
-            .cache
-            .invalidate_entries_if(move |k: &CacheKey, _v: &Entry| k.in_session(&prefix));
-        if let Err(e) = r {
-            // Only possible when closures are not supported, which `new` enables.
-            tracing::error!(error = %e, "cannot invalidate a session's cache entries");
+    /// Removes the entries of `keys` now (a session that ended: its
+    /// entries are already stale by generation; this gives their bytes
+    /// back to the tenant's share at once).
+    pub(crate) fn remove_all(&self, keys: Vec<CacheKey>) {
+        for k in keys {
+            self.cache.invalidate(&k);
         }
     }
 
@@ -198,12 +266,14 @@ impl ResolveCache {
 /// `conformant`, empty findings, field names).
 const HIT_BODY_ENVELOPE: usize = 128;
 
-/// The weight of an entry: key bytes, the answer at about twice its
+/// The weight of an entry: key bytes (held twice), the answer at about twice its
 /// JSON size (a `Value` tree costs more than its text), the body rendered
 /// at its first hit (counted from the start, so a hit never grows an
 /// entry past its weight), and the fixed per-entry overhead.
 pub(crate) fn weigh(key: &CacheKey, json: usize) -> u32 {
-    let w = key.heap_size() + 3 * json + HIT_BODY_ENVELOPE + ENTRY_OVERHEAD as usize;
+    // The key twice: the cache's copy, and the one its session keeps to
+    // remove it when the session ends.
+    let w = 2 * key.heap_size() + 3 * json + HIT_BODY_ENVELOPE + ENTRY_OVERHEAD as usize;
     u32::try_from(w).unwrap_or(u32::MAX)
 }
 
@@ -221,6 +291,7 @@ pub fn measure_cache_overhead(n: usize) -> Option<f64> {
     let stats = Arc::new(Stats::default());
     let cache = ResolveCache::new(u64::MAX / 2, u64::MAX / 2, stats);
     let expires_at = Instant::now() + Duration::from_secs(3600);
+    let cell = Arc::new(Generation::default());
     let items: Vec<(CacheKey, Entry)> = (0..n)
         .map(|i| {
             let args = serde_json::json!({"path": format!("/f/{i}"), "action": "read"});
@@ -231,7 +302,7 @@ pub fn measure_cache_overhead(n: usize) -> Option<f64> {
                 Vec::new(),
                 Vec::new(),
             ));
-            let entry = cache.entry(expires_at, 1, value);
+            let entry = cache.entry(expires_at, 1, value, cell.clone(), 0);
             (key, entry)
         })
         .collect();

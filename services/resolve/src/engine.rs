@@ -56,7 +56,7 @@ use serde_json::Value;
 use tokio::sync::watch;
 
 use crate::answer::Fetched;
-use crate::cache::{ResolveCache, weigh};
+use crate::cache::{Generation, ResolveCache, weigh};
 pub use crate::session::CachePolicy;
 use crate::stats::{FallbackReason, Stats, StatsSnapshot};
 use crate::upstream::{Connection, FetchError, ListChangedHook, Pool, UpstreamTarget};
@@ -243,17 +243,42 @@ impl Drop for Finish {
 
 /// Per-session state on this replica.
 struct SessionState {
-    prefix: Vec<u8>,
     expires_at: Instant,
+    /// The cache generation of the session's entries.
+    generation: Arc<Generation>,
+    /// The keys of the entries cached for the session (at most
+    /// `KEYS_PER_SESSION`; beyond, entries only go stale), removed when the
+    /// session's state ends.
+    keys: Mutex<Vec<CacheKey>>,
     conn: tokio::sync::Mutex<Option<Arc<Connection>>>,
     fingerprints: Mutex<HashMap<u128, u128>>,
     backoff_until: Mutex<Option<Instant>>,
     ended: AtomicBool,
 }
 
+/// Keys a session state remembers for removal when it ends.
+const KEYS_PER_SESSION: usize = 1024;
+
 impl SessionState {
+    /// The keys cached for the session so far, taken.
+    fn take_keys(&self) -> Vec<CacheKey> {
+        std::mem::take(&mut *self.keys.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// Remembers `key` (up to the bound).
+    fn remember_key(&self, key: &CacheKey) {
+        let mut keys = self.keys.lock().unwrap_or_else(|e| e.into_inner());
+        if keys.len() < KEYS_PER_SESSION {
+            keys.push(key.clone());
+        }
+    }
+
+    /// Ends the session's state: its entries are stale from now on (a
+    /// state dropped from the bounded state cache takes its entries with
+    /// it; they are fetched again under a new state).
     fn close(&self) {
         self.ended.store(true, Ordering::SeqCst);
+        self.generation.retire();
         if let Ok(mut c) = self.conn.try_lock()
             && let Some(conn) = c.take()
         {
@@ -326,7 +351,13 @@ impl Engine {
         let sessions = moka::sync::Cache::builder()
             .max_capacity(cfg.max_sessions)
             .expire_after(SessionExpiry)
-            .eviction_listener(|_k, v: Arc<SessionState>, _cause| v.close())
+            .eviction_listener({
+                let cache = cache.clone();
+                move |_k, v: Arc<SessionState>, _cause| {
+                    v.close();
+                    cache.remove_all(v.take_keys());
+                }
+            })
             .build();
         Engine {
             inner: Arc::new(Inner {
@@ -509,9 +540,10 @@ impl Engine {
         let prefix = session_prefix(tenant.as_str(), session);
         if let Some(state) = self.inner.sessions.get(&prefix) {
             state.close();
+            self.inner.stats.invalidation();
+            self.inner.sessions.invalidate(&prefix);
+            self.inner.cache.remove_all(state.take_keys());
         }
-        self.inner.sessions.invalidate(&prefix);
-        self.inner.cache.invalidate_session(prefix);
     }
 
     /// Every counter, for `/metrics`.
@@ -549,10 +581,11 @@ impl Engine {
 
     fn session_state(&self, ctx: &SessionCtx) -> Arc<SessionState> {
         let prefix = session_prefix(ctx.tenant.as_str(), &ctx.session);
-        self.inner.sessions.get_with(prefix.clone(), || {
+        self.inner.sessions.get_with(prefix, || {
             Arc::new(SessionState {
-                prefix,
                 expires_at: instant_of(ctx.expires_at),
+                generation: Arc::new(Generation::default()),
+                keys: Mutex::new(Vec::new()),
                 conn: tokio::sync::Mutex::new(None),
                 fingerprints: Mutex::new(HashMap::new()),
                 backoff_until: Mutex::new(None),
@@ -653,10 +686,11 @@ async fn connection(
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .clear();
-            inner.cache.invalidate_session(state.prefix.clone());
+            state.generation.bump();
+            inner.stats.invalidation();
             let n = inner.stats.list_changed();
             inner.list_changed.send_replace(n);
-            tracing::info!("upstream tool list changed: session cache invalidated");
+            tracing::debug!("upstream tool list changed: session cache invalidated");
         }
     });
     let c = Arc::new(Connection::open(&inner.pool, target, hook).await?);
@@ -693,6 +727,9 @@ async fn fetch(
         }
     }
     let leave = Leave(&inner, &key);
+    // The generation the answer belongs to: an invalidation while it is in
+    // flight makes it stale before it is cached.
+    let generation = state.generation.current();
     let started = Instant::now();
     let answer = tokio::time::timeout(inner.cfg.upstream_timeout, async {
         let conn = connection(&inner, &state, &ctx.upstream).await?;
@@ -738,10 +775,19 @@ async fn fetch(
                 let fetched = Arc::new(fetched);
                 if ctx.cache == CachePolicy::Session && !state.ended.load(Ordering::SeqCst) {
                     let weight = weigh(&key, json_len);
-                    inner.cache.insert(
+                    let cached = inner.cache.insert(
                         key.clone(),
-                        inner.cache.entry(state.expires_at, weight, fetched.clone()),
+                        inner.cache.entry(
+                            state.expires_at,
+                            weight,
+                            fetched.clone(),
+                            state.generation.clone(),
+                            generation,
+                        ),
                     );
+                    if cached {
+                        state.remember_key(&key);
+                    }
                 }
                 Ok(Done {
                     fetched,

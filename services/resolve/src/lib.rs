@@ -49,7 +49,7 @@ pub use prepared::{PreparedSignature, PreparedTool, ToolKind};
 pub use session::{AuditNote, CachePolicy, SessionRow};
 pub use state::{
     LiveSession, LiveSessions, Pinned, ResolveConfig, ResolveState, Sealer, ServerPolicy,
-    Signatures, Standing,
+    Signatures, Standing, headers_context,
 };
 pub use stats::{FallbackReason, StatsSnapshot};
 pub use store::{SessionStore, SessionStoreError};

@@ -79,10 +79,15 @@ pub trait Signatures: Send + Sync + 'static {
     async fn policy(&self, tenant: &TenantId, server: &str) -> Result<ServerPolicy, ApiError>;
 }
 
+/// The context a session's upstream headers are sealed for: the session id.
+pub fn headers_context(session_id: &str) -> &str {
+    session_id
+}
+
 /// Seals upstream headers at rest with the server's encryption key.
 pub trait Sealer: Send + Sync + 'static {
-    /// Seals `plain`, bound to `tenant` and `context` (the session id), so a
-    /// sealed value copied to another row does not open.
+    /// Seals `plain`, bound to `tenant` and `context` ([`headers_context`]),
+    /// so a sealed value copied to another row does not open.
     fn seal(&self, tenant: &TenantId, context: &str, plain: &[u8]) -> Result<String, String>;
     /// Opens what [`Sealer::seal`] produced for the same tenant and context.
     fn open(&self, tenant: &TenantId, context: &str, sealed: &str) -> Result<Vec<u8>, String>;

@@ -101,6 +101,9 @@ pub struct Stats {
     upstream_calls: AtomicU64,
     share_refusals: AtomicU64,
     list_changed: AtomicU64,
+    invalidations: AtomicU64,
+    stale_dropped: AtomicU64,
+    stale_refusals: AtomicU64,
     fallbacks: [AtomicU64; FallbackReason::ALL.len()],
     violations: [AtomicU64; 8],
     latency: [AtomicU64; 13],
@@ -127,6 +130,15 @@ impl Stats {
     }
     pub(crate) fn list_changed(&self) -> u64 {
         self.list_changed.fetch_add(1, Relaxed) + 1
+    }
+    pub(crate) fn invalidation(&self) {
+        self.invalidations.fetch_add(1, Relaxed);
+    }
+    pub(crate) fn stale_dropped(&self) {
+        self.stale_dropped.fetch_add(1, Relaxed);
+    }
+    pub(crate) fn stale_refusal(&self) {
+        self.stale_refusals.fetch_add(1, Relaxed);
     }
     pub(crate) fn fallback(&self, r: FallbackReason) {
         self.fallbacks[r.index()].fetch_add(1, Relaxed);
@@ -177,6 +189,9 @@ impl Stats {
             upstream_calls: self.upstream_calls.load(Relaxed),
             share_refusals: self.share_refusals.load(Relaxed),
             list_changed: self.list_changed.load(Relaxed),
+            invalidations: self.invalidations.load(Relaxed),
+            stale_dropped: self.stale_dropped.load(Relaxed),
+            stale_refusals: self.stale_refusals.load(Relaxed),
             fallbacks: FallbackReason::ALL
                 .iter()
                 .map(|r| (r.as_str(), self.fallbacks[r.index()].load(Relaxed)))
@@ -211,6 +226,14 @@ pub struct StatsSnapshot {
     pub share_refusals: u64,
     /// `notifications/tools/list_changed` received from upstreams.
     pub list_changed: u64,
+    /// Session invalidations (list changes and ended sessions): each one
+    /// counter operation, whatever the session held.
+    pub invalidations: u64,
+    /// Entries of an older generation met by a lookup and dropped.
+    pub stale_dropped: u64,
+    /// Answers not cached because their session was invalidated while they
+    /// were in flight.
+    pub stale_refusals: u64,
     /// Fallbacks by reason.
     pub fallbacks: Vec<(&'static str, u64)>,
     /// Violations by kind (containment kinds, and `determinism`).

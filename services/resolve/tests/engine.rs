@@ -542,6 +542,9 @@ async fn list_changed_invalidates(up: Arc<Running>) {
     assert_eq!(source, Source::Upstream);
     assert_eq!(up.calls(), 2);
     assert_eq!(e.stats().list_changed, 1);
+    // The entry of the old generation was met, and dropped.
+    assert_eq!(e.stats().stale_dropped, 1);
+    assert_eq!(e.stats().invalidations, 1);
 }
 
 #[tokio::test]
@@ -807,4 +810,95 @@ async fn futures_are_send_for_http_handlers() {
     let calls = vec![("manage_files".to_owned(), a)];
     let out = assert_send(e.resolve_batch(&c, &calls)).await;
     assert_eq!(out[0].as_ref().unwrap().source, Source::Cache);
+}
+
+/// An answer that was in flight when the upstream announced a list change
+/// is served to its caller but not cached: the next call asks again.
+#[tokio::test]
+async fn an_answer_in_flight_during_list_changed_is_not_cached() {
+    let up = upstream(Switches::default()).await;
+    let e = Arc::new(engine());
+    let c = ctx(&up, "s-inflight", Mode::Permissive, CachePolicy::Session);
+    // Connect first (a warm-up on another key), so that the notification
+    // stream is open.
+    e.resolve(&c, "manage_files", &args("delete"))
+        .await
+        .unwrap();
+    up.update(|s| s.delay = Duration::from_millis(600));
+    let slow = {
+        let (e, c) = (e.clone(), c.clone());
+        tokio::spawn(async move { e.resolve(&c, "manage_files", &args("read")).await })
+    };
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    let mut handled = e.list_changed_events();
+    let mut delivered = false;
+    for _ in 0..20 {
+        up.notify_list_changed().await;
+        if tokio::time::timeout(Duration::from_millis(100), handled.changed())
+            .await
+            .is_ok()
+        {
+            delivered = true;
+            break;
+        }
+    }
+    assert!(delivered, "no list_changed reached the engine");
+    let first = slow.await.unwrap().unwrap();
+    assert_eq!(first.source, Source::Upstream, "its caller is served");
+    up.update(|s| s.delay = Duration::ZERO);
+    let again = e.resolve(&c, "manage_files", &args("read")).await.unwrap();
+    assert_eq!(
+        again.source,
+        Source::Upstream,
+        "the stale answer was cached"
+    );
+    assert!(e.stats().stale_refusals >= 1, "{:?}", e.stats());
+    // What is fetched now, under the new generation, is cached again.
+    let third = e.resolve(&c, "manage_files", &args("read")).await.unwrap();
+    assert_eq!(third.source, Source::Cache);
+}
+
+/// Ending sessions costs a counter each: ten thousand of one tenant's
+/// sessions ended leave another tenant's entries served from the cache,
+/// and the ended session's entries are misses (dropped when met).
+#[tokio::test]
+async fn a_flood_of_invalidations_leaves_other_sessions_alone() {
+    let up = upstream(Switches::default()).await;
+    let e = engine();
+    let mine = ctx(&up, "s-flood", Mode::Permissive, CachePolicy::Session);
+    let mut other = ctx(&up, "s-other", Mode::Permissive, CachePolicy::Session);
+    other.tenant = TenantId::parse("beta").unwrap();
+    e.resolve(&mine, "manage_files", &args("read"))
+        .await
+        .unwrap();
+    e.resolve(&other, "manage_files", &args("read"))
+        .await
+        .unwrap();
+    let acme = TenantId::parse("acme").unwrap();
+    for i in 0..10_000 {
+        e.end_session(&acme, &format!("gone-{i}"));
+    }
+    e.end_session(&acme, "s-flood");
+    e.end_session(&acme, "s-flood");
+    let hit = e
+        .resolve(&other, "manage_files", &args("read"))
+        .await
+        .unwrap();
+    assert_eq!(hit.source, Source::Cache);
+    // Only the session that existed counts as an invalidation.
+    assert_eq!(e.stats().invalidations, 1, "{:?}", e.stats());
+    // Its entry is gone at once (its bytes back in its tenant's share).
+    e.run_pending_tasks();
+    assert_eq!(e.stats().cache_entries, 1, "{:?}", e.stats());
+    let calls = up.calls();
+    let r = e
+        .resolve(&mine, "manage_files", &args("read"))
+        .await
+        .unwrap();
+    assert_eq!(
+        r.source,
+        Source::Upstream,
+        "an ended session's entry was served"
+    );
+    assert_eq!(up.calls(), calls + 1);
 }

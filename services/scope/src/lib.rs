@@ -37,5 +37,8 @@ pub use config::ScopeConfig;
 pub use model::{GrantRow, GrantStatus, Preset, Profile, ProviderRow, StateRow};
 pub use oauth::Outbound;
 pub use providers::{ProviderView, Providers};
-pub use state::{ScopeState, Sealer, SessionResolved, SessionTools, Signatures, VersionTools};
+pub use state::{
+    ScopeState, Sealer, SessionResolved, SessionTools, Signatures, VersionRemotes, VersionTools,
+    secret_context, verifier_context,
+};
 pub use store::{AuditNote, Expect, GrantOutcome, ProviderWrite, ScopeStore, ScopeStoreError};

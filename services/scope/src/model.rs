@@ -379,6 +379,9 @@ pub fn is_scope_token(s: &str) -> bool {
             .all(|b| b == 0x21 || (0x23..=0x5b).contains(&b) || (0x5d..=0x7e).contains(&b))
 }
 
+/// A provider name as a JSON Schema `pattern` ([`is_provider_name`]).
+pub const PROVIDER_NAME_PATTERN: &str = "^[a-z0-9][a-z0-9_-]{0,62}$";
+
 /// Whether `s` is a provider name: `[a-z0-9][a-z0-9_-]{0,62}`.
 pub fn is_provider_name(s: &str) -> bool {
     let b = s.as_bytes();

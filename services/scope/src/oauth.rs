@@ -341,25 +341,23 @@ pub fn s256_challenge(verifier: &str) -> String {
         .to_owned()
 }
 
-/// The authorization request URL (RFC 6749 §4.1.1 with PKCE S256 and, when
-/// given, the RFC 8707 `resource` — the MCP authorization spec asks for it
+/// The authorization request URL (RFC 6749 §4.1.1 with PKCE S256 and the
+/// RFC 8707 `resource`, which the MCP authorization specification requires
 /// in both the authorization and the token request).
 pub fn authorization_url(
     c: &ClientConfig<'_>,
     state: &str,
     challenge: PkceCodeChallenge,
     scopes: &[String],
-    resource: Option<&str>,
+    resource: &str,
 ) -> Result<String, String> {
     let client = client(c)?;
     let state = state.to_owned();
-    let mut req = client
+    let req = client
         .authorize_url(move || CsrfToken::new(state.clone()))
         .add_scopes(scopes.iter().cloned().map(Scope::new))
-        .set_pkce_challenge(challenge);
-    if let Some(r) = resource {
-        req = req.add_extra_param("resource", r.to_owned());
-    }
+        .set_pkce_challenge(challenge)
+        .add_extra_param("resource", resource.to_owned());
     Ok(req.url().0.to_string())
 }
 
@@ -385,23 +383,23 @@ pub enum ExchangeError {
     Config(String),
 }
 
-/// Exchanges `code` (RFC 6749 §4.1.3) with the PKCE verifier and the
-/// `resource`, through the egress path (which follows no redirect).
+/// Exchanges `code` (RFC 6749 §4.1.3) with the PKCE verifier and the RFC
+/// 8707 `resource` (a form parameter of the token request, as the MCP
+/// authorization specification requires), through the egress path (which
+/// follows no redirect).
 pub async fn exchange(
     out: &Outbound,
     c: &ClientConfig<'_>,
     code: &str,
     verifier: String,
-    resource: Option<&str>,
+    resource: &str,
 ) -> Result<TokenResponse, ExchangeError> {
     let client = client(c).map_err(ExchangeError::Config)?;
     let sender = |req: oauth2::HttpRequest| send(out.clone(), true, req);
-    let mut req = client
+    let req = client
         .exchange_code(AuthorizationCode::new(code.to_owned()))
-        .set_pkce_verifier(PkceCodeVerifier::new(verifier));
-    if let Some(r) = resource {
-        req = req.add_extra_param("resource", r.to_owned());
-    }
+        .set_pkce_verifier(PkceCodeVerifier::new(verifier))
+        .add_extra_param("resource", resource.to_owned());
     req.request_async(&sender).await.map_err(|e| match e {
         RequestTokenError::ServerResponse(r) => ExchangeError::Refused {
             code: r.error().as_ref().to_owned(),
@@ -499,7 +497,7 @@ mod tests {
             "st4te",
             challenge,
             &["read".into(), "write".into()],
-            Some("https://mcp.example/mcp"),
+            "https://mcp.example/mcp",
         )
         .unwrap();
         let u = url::Url::parse(&url).unwrap();

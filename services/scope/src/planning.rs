@@ -5,13 +5,21 @@ use std::collections::BTreeMap;
 
 use pinfold_core::card::SecurityScheme;
 use pinfold_core::error::pointer_index;
+use std::borrow::Cow;
+
 use pinfold_core::scope::{
-    self, PlanCall, PlanError, Strategy, declared_schemes, plan::MAX_PLAN_CALLS, tool_scopes,
+    self, MAX_SCOPE_LEN, PlanCall, PlanError, SCOPE_TOKEN_PATTERN, Strategy, declared_schemes,
+    plan::MAX_PLAN_CALLS, tool_scopes,
 };
 use pinfold_http::problem::{ApiError, FieldError};
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
-use utoipa::ToSchema;
+use serde_json::{Value, json};
+use utoipa::openapi::schema::{
+    AdditionalProperties, AllOfBuilder, ArrayBuilder, ObjectBuilder, OneOfBuilder, Schema,
+    SchemaType, Type,
+};
+use utoipa::openapi::{Ref, RefOr};
+use utoipa::{PartialSchema, ToSchema};
 
 use crate::providers::ProviderView;
 
@@ -22,11 +30,11 @@ pub const MAX_GRANTED: usize = 256;
 /// batch's limit: every call may reach the upstream).
 pub const MAX_SESSION_CALLS: usize = 100;
 
-/// Body of `POST /v1/tenants/{tenant}/scopes/plan`.
-#[derive(Debug, Deserialize, ToSchema)]
+/// Body of `POST /v1/tenants/{tenant}/scopes/plan`: `server` (and
+/// `version`) or `session`, and the calls. Its schema is written out
+/// ([`PartialSchema`] below) to say that one of the two is required.
+#[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-#[schema(example = json!({"server": "io.github.github/github-mcp-server", "version": "1.0.0",
-    "calls": [{"name": "get_teams", "arguments": {"org": "acme"}}], "granted": ["repo"]}))]
 pub struct PlanBody {
     /// Provider profile name; may be left out when exactly one provider
     /// lists the server in its `resources`.
@@ -52,6 +60,131 @@ pub struct PlanBody {
     pub granted: Vec<String>,
 }
 
+/// A string member, or `null` (which the body reads as absent).
+fn nullable_text(description: &str) -> ObjectBuilder {
+    ObjectBuilder::new()
+        .schema_type(SchemaType::from_iter([Type::String, Type::Null]))
+        .description(Some(description))
+}
+
+/// A string member.
+fn text() -> ObjectBuilder {
+    ObjectBuilder::new().schema_type(Type::String)
+}
+
+/// A member that is absent or `null`.
+fn null() -> ObjectBuilder {
+    ObjectBuilder::new().schema_type(Type::Null)
+}
+
+/// One RFC 6749 scope token.
+pub fn scope_token_schema() -> ObjectBuilder {
+    text()
+        .min_length(Some(1))
+        .max_length(Some(MAX_SCOPE_LEN))
+        .pattern(Some(SCOPE_TOKEN_PATTERN))
+}
+
+impl PartialSchema for PlanBody {
+    /// The members (a closed object), and `oneOf` the two ways to name
+    /// what is planned against: `session`, or `server` (with an optional
+    /// `version`), never both; `null` reads as absent.
+    fn schema() -> RefOr<Schema> {
+        let members = ObjectBuilder::new()
+            .schema_type(Type::Object)
+            .property(
+                "provider",
+                nullable_text(
+                    "Provider profile name; may be left out when exactly one provider lists \
+                     the server in its `resources`.",
+                ),
+            )
+            .property(
+                "server",
+                nullable_text("Server name; give it (and optionally `version`) or `session`."),
+            )
+            .property(
+                "version",
+                nullable_text("Exact version or `latest` (the default); only with `server`."),
+            )
+            .property(
+                "session",
+                nullable_text(
+                    "A resolve session to plan through instead of `server` and `version`: \
+                     each call is resolved through the session's resolve cache, so \
+                     argument-specific `securitySchemes` from the resolution count (SEP-1862, \
+                     \"Dynamic Security Schemes\"); the server and version are the session's \
+                     pinned ones. At most 100 calls.",
+                ),
+            )
+            .property(
+                "calls",
+                ArrayBuilder::new()
+                    .items(Ref::from_schema_name("PlanCallBody"))
+                    .max_items(Some(MAX_PLAN_CALLS))
+                    .description(Some(format!(
+                        "The calls to plan for, at most {MAX_PLAN_CALLS} (at most \
+                         {MAX_SESSION_CALLS} through a session)."
+                    ))),
+            )
+            .property(
+                "granted",
+                ArrayBuilder::new()
+                    .items(scope_token_schema())
+                    .max_items(Some(MAX_GRANTED))
+                    .description(Some(format!(
+                        "Scopes the client's token already holds (RFC 6749 scope tokens), at \
+                         most {MAX_GRANTED}."
+                    ))),
+            )
+            .required("calls")
+            .additional_properties(Some(AdditionalProperties::FreeForm(false)));
+        let through_session = ObjectBuilder::new()
+            .schema_type(Type::Object)
+            .title(Some("Through a resolve session"))
+            .property("session", text())
+            .property("server", null())
+            .property("version", null())
+            .property(
+                "calls",
+                ArrayBuilder::new().max_items(Some(MAX_SESSION_CALLS)),
+            )
+            .required("session");
+        let against_version = ObjectBuilder::new()
+            .schema_type(Type::Object)
+            .title(Some("Against a published version"))
+            .property("server", text())
+            .property("session", null())
+            .required("server");
+        AllOfBuilder::new()
+            .item(members)
+            .item(
+                OneOfBuilder::new()
+                    .item(through_session)
+                    .item(against_version),
+            )
+            .description(Some(
+                "Body of `POST /v1/tenants/{tenant}/scopes/plan`: `server` (and optionally \
+                 `version`) or `session`, not both, and the calls.",
+            ))
+            .examples([json!({"server": "io.github.github/github-mcp-server",
+                "version": "1.0.0", "calls": [{"name": "get_teams", "arguments": {"org": "acme"}}],
+                "granted": ["repo"]})])
+            .into()
+    }
+}
+
+impl ToSchema for PlanBody {
+    fn name() -> Cow<'static, str> {
+        Cow::Borrowed("PlanBody")
+    }
+
+    fn schemas(schemas: &mut Vec<(String, RefOr<Schema>)>) {
+        schemas.push(("PlanCallBody".into(), PlanCallBody::schema()));
+        <PlanCallBody as ToSchema>::schemas(schemas);
+    }
+}
+
 /// One call of a plan request.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -61,7 +194,7 @@ pub struct PlanCallBody {
     /// The call's arguments, an object (used when the plan goes through a
     /// session; default `{}`).
     #[serde(default)]
-    #[schema(value_type = Object)]
+    #[schema(value_type = Option<Object>)]
     pub arguments: Option<Value>,
 }
 
@@ -277,21 +410,30 @@ pub fn check_body(body: &PlanBody) -> Result<(), ApiError> {
                 format!("at most {MAX_SESSION_CALLS} calls per plan through a session"),
             ));
         }
-        for (i, c) in body.calls.iter().enumerate() {
-            if c.arguments.as_ref().is_some_and(|a| !a.is_object()) {
-                errors.push(field(
-                    pointer_index("/calls", i) + "/arguments",
-                    "invalid_type",
-                    "arguments must be a JSON object",
-                ));
-            }
-        }
     } else if body.server.is_none() {
         errors.push(field(
             "/server",
             "required",
             "give `server` (and optionally `version`), or `session`",
         ));
+    }
+    for (i, c) in body.calls.iter().enumerate() {
+        if c.arguments.as_ref().is_some_and(|a| !a.is_object()) {
+            errors.push(field(
+                pointer_index("/calls", i) + "/arguments",
+                "invalid_type",
+                "arguments must be a JSON object",
+            ));
+        }
+    }
+    for (i, g) in body.granted.iter().enumerate() {
+        if scope::check_scope(g).is_err() {
+            errors.push(field(
+                pointer_index("/granted", i),
+                "invalid_scope",
+                "a scope is 1 to 256 printable ASCII characters without space, '\"' or '\\' (RFC 6749 §3.3)",
+            ));
+        }
     }
     if errors.is_empty() {
         Ok(())

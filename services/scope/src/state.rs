@@ -26,6 +26,21 @@ pub struct VersionTools {
     pub tools: Arc<Vec<Value>>,
 }
 
+/// What a published version's card says about where the server runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VersionRemotes {
+    /// Canonical server name.
+    pub server: String,
+    /// Exact version (`latest` resolved).
+    pub version: String,
+    /// Whether the version is approved (or deprecated, which keeps it
+    /// trusted): only such a card names a grant's resource.
+    pub trusted: bool,
+    /// The distinct `url`s of the card's `streamable-http` remotes, in the
+    /// card's order.
+    pub streamable_http: Vec<String>,
+}
+
 /// Published signatures, as the scope service reads them from the
 /// registry. Errors are already problem+json (`server_not_found`,
 /// `version_not_found`, `no_trusted_version`).
@@ -39,6 +54,15 @@ pub trait Signatures: Send + Sync + 'static {
         server: &str,
         version: &str,
     ) -> Result<VersionTools, ApiError>;
+
+    /// The remotes the card of `server` (any spelling) at `version` (exact
+    /// or `latest`) lists, and whether that version is trusted.
+    async fn remotes(
+        &self,
+        tenant: &TenantId,
+        server: &str,
+        version: &str,
+    ) -> Result<VersionRemotes, ApiError>;
 }
 
 /// What a resolve session answered for the calls of a plan.
@@ -83,6 +107,16 @@ pub trait Sealer: Send + Sync + 'static {
     fn seal(&self, tenant: &TenantId, context: &str, plain: &[u8]) -> Result<String, String>;
     /// Opens what [`Sealer::seal`] produced for the same tenant and context.
     fn open(&self, tenant: &TenantId, context: &str, sealed: &str) -> Result<Vec<u8>, String>;
+}
+
+/// The context a provider's client secret is sealed for.
+pub fn secret_context(provider: &str) -> String {
+    format!("provider:{provider}")
+}
+
+/// The context a pending grant's PKCE verifier is sealed for.
+pub fn verifier_context(grant_id: &str) -> String {
+    format!("grant:{grant_id}")
 }
 
 /// What the scope routes need.

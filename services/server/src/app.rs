@@ -21,6 +21,7 @@ use utoipa_swagger_ui::{Config as SwaggerConfig, SwaggerUi};
 
 use crate::metrics::Metrics;
 use crate::protected_resource::ProtectedResource;
+use crate::scrape::{ClientAddr, Scrapes};
 use crate::services::Service;
 
 /// Everything the application needs at run time.
@@ -40,6 +41,8 @@ pub struct AppContext {
     pub authn: Arc<Authenticator>,
     /// Request metrics.
     pub metrics: Arc<Metrics>,
+    /// Who may scrape `/metrics`, and its one rendering at a time.
+    pub scrapes: Arc<Scrapes>,
     /// Largest request body.
     pub body_limit: usize,
     /// Per-request timeout.
@@ -95,6 +98,7 @@ impl Modify for BearerAuth {
 struct OpsState {
     tenants: Arc<dyn TenantStore>,
     metrics: Arc<Metrics>,
+    scrapes: Arc<Scrapes>,
     resolve: pinfold_resolve::ResolveState,
     protected_resource: Arc<ProtectedResource>,
     rate_limiter: Option<Arc<RateLimiter>>,
@@ -251,34 +255,62 @@ async fn protected_resource_metadata(
         .into_response()
 }
 
-/// Prometheus metrics (text exposition format).
+/// Prometheus metrics (text exposition format 0.0.4).
+///
+/// Protected when `[metrics]` says so: a client address outside
+/// `allow_from` gets `403 address_not_allowed`, then a scrape without the
+/// configured bearer token `401` (`Authorization: Bearer <token>`). One
+/// scrape at a time renders; scrapes arriving meanwhile answer the same
+/// bytes.
 #[utoipa::path(get, path = "/metrics", tag = "operations", operation_id = "metrics",
-    responses((status = 200, description = "Metrics", content_type = "text/plain; version=0.0.4")))]
-async fn metrics(State(st): State<Arc<OpsState>>) -> Response {
-    let mut text = st.metrics.render();
-    if let Some(limiter) = &st.rate_limiter {
-        crate::metrics::render_rate_limited(limiter, &mut text);
-    }
-    // The cache counts lazily: settle pending evictions first (off the
-    // async workers), so the figures are those of now.
-    let engine = st.resolve.engine.clone();
-    let stats = tokio::task::spawn_blocking(move || {
-        engine.run_pending_tasks();
-        engine.stats()
-    })
-    .await;
-    match stats {
-        Ok(stats) => crate::metrics::render_resolve(&stats, &mut text),
-        Err(e) => tracing::error!(error = %e, "resolve statistics failed"),
-    }
-    (
+    responses(
+        (status = 200, description = "Metrics", content_type = "text/plain; version=0.0.4"),
+        (status = 401, description = "A scrape token is configured and this request does not carry it (`unauthenticated`) or carries another (`invalid_token`)",
+            body = ProblemBody, content_type = "application/problem+json",
+            headers(("WWW-Authenticate" = String, description = "`Bearer realm=\"pinfold-metrics\"` (RFC 6750)"))),
+        (status = 403, description = "The client address is outside `[metrics] allow_from` (`address_not_allowed`)",
+            body = ProblemBody, content_type = "application/problem+json"),
+    ))]
+async fn metrics(
+    State(st): State<Arc<OpsState>>,
+    req: axum::extract::Request,
+) -> Result<Response, ApiError> {
+    let client = req.extensions().get::<ClientAddr>().map(|c| c.0);
+    st.scrapes
+        .admit(client, req.headers().get(header::AUTHORIZATION))?;
+    let ops = st.clone();
+    let text = st
+        .scrapes
+        .flight
+        .run(move || render_metrics(&ops))
+        .await
+        .ok_or_else(ApiError::internal)?;
+    Ok((
         [(
             header::CONTENT_TYPE,
             HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
         )],
         text,
     )
-        .into_response()
+        .into_response())
+}
+
+/// The whole `/metrics` text (run on the blocking pool, one at a time).
+fn render_metrics(st: &OpsState) -> axum::body::Bytes {
+    let mut text = st.metrics.render();
+    if let Some(limiter) = &st.rate_limiter {
+        crate::metrics::render_rate_limited(limiter, &mut text);
+    }
+    // The cache counts lazily: settle pending evictions first, so the
+    // figures are those of now.
+    st.resolve.engine.run_pending_tasks();
+    crate::metrics::render_resolve(&st.resolve.engine.stats(), &mut text);
+    crate::metrics::render_scrapes(
+        st.scrapes.admitted(),
+        st.scrapes.flight.renders(),
+        &mut text,
+    );
+    text.into()
 }
 
 async fn fallback() -> ApiError {
@@ -302,6 +334,7 @@ pub fn build_for(ctx: AppContext, services: &[Service]) -> crate::fastpath::App 
         .with_state(Arc::new(OpsState {
             tenants: ctx.tenants.clone(),
             metrics: ctx.metrics.clone(),
+            scrapes: ctx.scrapes.clone(),
             resolve: ctx.resolve.clone(),
             protected_resource: ctx.protected_resource.clone(),
             rate_limiter: ctx.rate_limiter.clone(),

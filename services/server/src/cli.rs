@@ -27,6 +27,10 @@ pub enum Command {
     Serve(ServeArgs),
     /// Apply database migrations and exit.
     Migrate(DbArgs),
+    /// Encryption keys: the ids of the configured keys, and re-sealing every
+    /// stored secret under the current key (key rotation).
+    #[command(subcommand)]
+    Keys(KeysCommand),
     /// Print a JWT signed with the data directory's dev key.
     Token(TokenArgs),
     /// Print the OpenAPI document the server serves.
@@ -54,6 +58,35 @@ pub struct DbArgs {
     /// postgres://... or sqlite://... [default: SQLite in the data directory].
     #[arg(long)]
     pub database_url: Option<String>,
+}
+
+/// `pinfold keys`.
+#[derive(Debug, Subcommand)]
+pub enum KeysCommand {
+    /// Print the id of the current encryption key and of each old one (the
+    /// <kid> of sealed values `v2.<kid>.<...>`).
+    List(DbArgs),
+    /// Re-seal every stored secret under the current encryption key:
+    /// values under an old key (encryption_keys_old) or without a key id
+    /// are sealed again, values already under the current key are left.
+    /// Idempotent. Exit 0 when every value opened, 1 when some could not be
+    /// opened (listed; left as they are), 2 on a bad configuration or an
+    /// unreachable database.
+    Reseal(ResealArgs),
+}
+
+/// `pinfold keys reseal`.
+#[derive(Debug, Clone, Args)]
+pub struct ResealArgs {
+    /// Database location (the runtime `database_url`, as `serve` uses it).
+    #[command(flatten)]
+    pub db: DbArgs,
+    /// Values read and written per transaction (and tenants listed per page).
+    #[arg(long, default_value_t = 500, value_parser = clap::value_parser!(u32).range(1..=10000))]
+    pub batch_size: u32,
+    /// Open and count every value, write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
 }
 
 /// `pinfold serve`.
@@ -84,10 +117,13 @@ pub struct TokenArgs {
     /// The token's subject.
     #[arg(long)]
     pub sub: String,
-    /// The tenant (required for tenant roles).
+    /// The tenant the token belongs to: its tenant roles act there and
+    /// nowhere else (required for tenant roles).
     #[arg(long)]
     pub tenant: Option<String>,
-    /// Comma-separated roles: platform, admin, publisher, reviewer, reader, client.
+    /// Comma-separated roles: platform (the platform routes, creating
+    /// tenants; no role inside any tenant), and the tenant roles admin,
+    /// publisher, reviewer, reader, client (in --tenant only).
     #[arg(long, value_delimiter = ',', required = true)]
     pub roles: Vec<String>,
     /// Lifetime, like 30m, 1h, 7d.
@@ -168,6 +204,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<i32> {
     match cli.command {
         Command::Serve(args) => serve(args).await,
         Command::Migrate(args) => migrate(args).await,
+        Command::Keys(cmd) => keys(cmd, &mut Stdout).await,
         Command::Token(args) => token(args, &mut Stdout),
         Command::Openapi(args) => openapi(args, &mut Stdout),
         Command::Signature(cmd) => crate::signature_cmd::run(cmd, &mut Stdout, &mut Stderr),
@@ -290,7 +327,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<i32> {
         )?;
         writeln!(
             out,
-            "  export PINFOLD_PLATFORM_TOKEN={} # platform: creates tenants",
+            "  export PINFOLD_PLATFORM_TOKEN={} # platform: creates tenants (no role inside one)",
             t.platform
         )?;
         writeln!(
@@ -346,6 +383,48 @@ async fn migrate(args: DbArgs) -> anyhow::Result<i32> {
     }
     store.close().await;
     Ok(0)
+}
+
+/// `pinfold keys`: lists the configured key ids, or re-seals every stored
+/// secret under the current key; returns the exit code.
+pub async fn keys(cmd: KeysCommand, out: &mut (dyn Write + Send)) -> anyhow::Result<i32> {
+    match cmd {
+        KeysCommand::List(args) => {
+            let cfg = Config::load(args.config.as_deref(), &args.overrides())?;
+            let ring = crate::registry_wiring::existing_keyring(&cfg)?;
+            writeln!(out, "current {}", ring.current_kid())?;
+            for kid in ring.old_kids() {
+                writeln!(out, "old     {kid}")?;
+            }
+            Ok(0)
+        }
+        KeysCommand::Reseal(args) => {
+            let cfg = Config::load(args.db.config.as_deref(), &args.db.overrides())?;
+            let _telemetry = crate::telemetry::init(&cfg.telemetry, cfg.log_format())?;
+            let ring = crate::registry_wiring::existing_keyring(&cfg)?;
+            let store = crate::store::Store::open(&cfg).await?;
+            let pending = store.pending_migrations().await?;
+            if !pending.is_empty() {
+                store.close().await;
+                bail!(
+                    "the database has {} pending migration(s) ({:?}); run `pinfold migrate` first",
+                    pending.len(),
+                    pending
+                );
+            }
+            let opts = crate::reseal::ResealOptions {
+                batch_size: args.batch_size,
+                dry_run: args.dry_run,
+            };
+            let summary = crate::reseal::reseal(&store, &ring, opts, out).await;
+            store.close().await;
+            Ok(if summary?.total().unopenable > 0 {
+                1
+            } else {
+                0
+            })
+        }
+    }
 }
 
 /// `pinfold token`: validates the request and prints one token.

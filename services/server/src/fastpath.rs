@@ -18,8 +18,8 @@
 //!   percent-escape but `%2F` in the server name, no query, no body;
 //! - the bearer token is in the authenticator's cache and not expired;
 //! - the token's own tenant is the path's tenant and it holds a tenant
-//!   role (a `platform` token, another tenant, a missing role all take the
-//!   router, which answers 404 or 403 exactly as before);
+//!   role, `platform` not being one (a `platform` token, another tenant, a
+//!   missing role all take the router, which answers 404 or 403);
 //! - the ETag index holds the server (keyed by its canonical, lowercase
 //!   name) and `If-None-Match` names the version's current record.
 //!

@@ -13,6 +13,8 @@
 //! | `pinfold_http_request_duration_seconds`  | `pinfold.http.request.duration` | histogram | route, method, status|
 //! | `pinfold_build_info`                     | `pinfold.build.info`            | gauge     | version              |
 //! | `pinfold_rate_limited_total`             | (Prometheus only)              | counter   | class, scope         |
+//! | `pinfold_metrics_scrapes_total`          | (Prometheus only)              | counter   |                      |
+//! | `pinfold_metrics_renders_total`          | (Prometheus only)              | counter   |                      |
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -325,6 +327,31 @@ pub fn render_rate_limited(limiter: &pinfold_http::ratelimit::RateLimiter, out: 
     }
 }
 
+/// Scrapes of `/metrics` admitted (counter, Prometheus only).
+pub const SCRAPES: &str = "pinfold_metrics_scrapes_total";
+/// Renderings of `/metrics` (counter, Prometheus only): below
+/// [`SCRAPES`] when concurrent scrapes shared one.
+pub const RENDERS: &str = "pinfold_metrics_renders_total";
+
+/// Appends `pinfold_metrics_scrapes_total` and
+/// `pinfold_metrics_renders_total` (no labels): scrapes admitted and
+/// renderings started, the one being written included.
+pub fn render_scrapes(scrapes: u64, renders: u64, out: &mut String) {
+    for (name, help, v) in [
+        (SCRAPES, "Scrapes of /metrics admitted.", scrapes),
+        (
+            RENDERS,
+            "Renderings of /metrics (concurrent scrapes share one).",
+            renders,
+        ),
+    ] {
+        let _ = writeln!(
+            out,
+            "# HELP {name} {help}\n# TYPE {name} counter\n{name} {v}"
+        );
+    }
+}
+
 /// Resolve-cache metrics (Prometheus names; counters since start). Labels:
 /// `reason` (a fallback reason) and `kind` (a violation kind), both from
 /// closed sets; never a tenant, session or tool.
@@ -337,6 +364,9 @@ pub fn render_rate_limited(limiter: &pinfold_http::ratelimit::RateLimiter, out: 
 /// | `pinfold_resolve_static_total`                   | counter   |        |
 /// | `pinfold_resolve_upstream_calls_total`           | counter   |        |
 /// | `pinfold_resolve_share_refusals_total`           | counter   |        |
+/// | `pinfold_resolve_invalidations_total`            | counter   |        |
+/// | `pinfold_resolve_stale_dropped_total`            | counter   |        |
+/// | `pinfold_resolve_stale_refusals_total`           | counter   |        |
 /// | `pinfold_resolve_fallbacks_total`                | counter   | reason |
 /// | `pinfold_resolve_violations_total`               | counter   | kind   |
 /// | `pinfold_resolve_upstream_duration_seconds`      | histogram |        |
@@ -384,6 +414,24 @@ pub fn render_resolve(s: &pinfold_resolve::StatsSnapshot, out: &mut String) {
         "counter",
         "Answers not cached because their tenant was at its share.",
         s.share_refusals,
+    );
+    scalar(
+        "pinfold_resolve_invalidations_total",
+        "counter",
+        "Session invalidations (upstream list changes, ended sessions); each costs one counter operation.",
+        s.invalidations,
+    );
+    scalar(
+        "pinfold_resolve_stale_dropped_total",
+        "counter",
+        "Cache entries of an older session generation met by a lookup and dropped.",
+        s.stale_dropped,
+    );
+    scalar(
+        "pinfold_resolve_stale_refusals_total",
+        "counter",
+        "Answers not cached because their session was invalidated while they were in flight.",
+        s.stale_refusals,
     );
     scalar(
         "pinfold_resolve_cache_bytes",

@@ -80,27 +80,67 @@ impl pinfold_tenancy::TenantHooks for RegistryTenantHooks {
 
 const KEY_FILE: &str = "encryption-key";
 
-/// The keyring from `encryption_key`, or in dev mode from (or into) the
-/// data directory.
+/// The keyring: the current key from `encryption_key`, or in dev mode from
+/// (or into) the data directory, and the old keys of
+/// `encryption_keys_old`. An error names the setting, never a key.
 pub fn keyring(cfg: &Config) -> anyhow::Result<Keyring> {
-    if let Some(k) = &cfg.encryption_key {
-        return Keyring::from_base64(k).context("encryption_key");
-    }
-    if !cfg.dev_mode() {
+    configured_keyring(cfg, true)
+}
+
+/// [`keyring`] for commands that work on stored secrets (`pinfold keys`):
+/// in dev mode the data directory's key must exist already (a new key
+/// would open nothing stored).
+pub fn existing_keyring(cfg: &Config) -> anyhow::Result<Keyring> {
+    configured_keyring(cfg, false)
+}
+
+fn configured_keyring(cfg: &Config, create: bool) -> anyhow::Result<Keyring> {
+    let current = if let Some(k) = &cfg.encryption_key {
+        Keyring::from_base64(k).context("encryption_key")?
+    } else if !cfg.dev_mode() {
         bail!(
-            "encryption_key is required outside dev mode (32 random bytes, base64; for example `openssl rand -base64 32`); it seals the tenants' attestation keys"
+            "encryption_key is required outside dev mode (32 random bytes, base64; for example `openssl rand -base64 32`); it seals every secret Pinfold stores"
         );
+    } else if create {
+        load_or_create_key_file(&cfg.data_dir)?
+    } else {
+        load_key_file(&cfg.data_dir)?.with_context(|| {
+            format!(
+                "no encryption_key is configured and there is no {} in {}",
+                KEY_FILE,
+                cfg.data_dir.display()
+            )
+        })?
+    };
+    with_old_keys(current, &cfg.encryption_keys_old)
+}
+
+/// `keyring` with the old keys `old` (base64 each), which open what was
+/// sealed under them; the error names `encryption_keys_old[i]`.
+pub fn with_old_keys(keyring: Keyring, old: &[String]) -> anyhow::Result<Keyring> {
+    old.iter().enumerate().try_fold(keyring, |ring, (i, key)| {
+        ring.with_old_base64(key)
+            .with_context(|| format!("encryption_keys_old[{i}]"))
+    })
+}
+
+fn load_key_file(dir: &Path) -> anyhow::Result<Option<Keyring>> {
+    let path = dir.join(KEY_FILE);
+    if !path.exists() {
+        return Ok(None);
     }
-    load_or_create_key_file(&cfg.data_dir)
+    let text =
+        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    Ok(Some(
+        Keyring::from_base64(&text).with_context(|| format!("{}", path.display()))?,
+    ))
 }
 
 fn load_or_create_key_file(dir: &Path) -> anyhow::Result<Keyring> {
-    let path = dir.join(KEY_FILE);
-    if path.exists() {
-        let text = std::fs::read_to_string(&path)
-            .with_context(|| format!("reading {}", path.display()))?;
-        return Keyring::from_base64(&text).with_context(|| format!("{}", path.display()));
+    if let Some(ring) = load_key_file(dir)? {
+        return Ok(ring);
     }
+    let path = dir.join(KEY_FILE);
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let text = Keyring::generate_base64()?;
     crate::devkeys::write_private(&path, text.as_bytes())?;

@@ -19,7 +19,7 @@ use pinfold_registry::RegistryState;
 use pinfold_registry::keys::Keyring;
 use pinfold_scope::{
     ProviderView, Providers, ScopeConfig, ScopeState, ScopeStore, SessionResolved, SessionTools,
-    Signatures, VersionTools,
+    Signatures, VersionRemotes, VersionTools,
 };
 use serde_json::Value;
 
@@ -58,6 +58,51 @@ impl Signatures for RegistryTools {
             server: key,
             version: exact,
             tools: Arc::new(tools),
+        })
+    }
+
+    async fn remotes(
+        &self,
+        tenant: &TenantId,
+        server: &str,
+        version: &str,
+    ) -> Result<VersionRemotes, ApiError> {
+        let key = pinfold_registry::error::server_key(server)?;
+        let key = key.canonical().to_owned();
+        let exact =
+            pinfold_registry::service::resolve_version(&self.0, tenant, &key, version).await?;
+        let idx = pinfold_registry::service::server_index(&self.0, tenant, &key).await?;
+        let trusted = idx.entries.get(&exact).is_some_and(|e| {
+            matches!(
+                e.status,
+                pinfold_registry::model::Status::Approved
+                    | pinfold_registry::model::Status::Deprecated
+            )
+        });
+        let stored = pinfold_registry::service::load(&self.0, tenant, &key, &exact).await?;
+        let doc: Value = serde_json::from_str(&stored.document).map_err(|e| {
+            tracing::error!(error = %e, "stored document is not JSON");
+            ApiError::internal()
+        })?;
+        let mut streamable_http: Vec<String> = Vec::new();
+        for r in doc
+            .get("remotes")
+            .and_then(Value::as_array)
+            .map(Vec::as_slice)
+            .unwrap_or_default()
+        {
+            if r.get("type").and_then(Value::as_str) == Some("streamable-http")
+                && let Some(url) = r.get("url").and_then(Value::as_str)
+                && !streamable_http.iter().any(|u| u == url)
+            {
+                streamable_http.push(url.to_owned());
+            }
+        }
+        Ok(VersionRemotes {
+            server: key,
+            version: exact,
+            trusted,
+            streamable_http,
         })
     }
 }

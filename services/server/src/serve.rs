@@ -19,6 +19,7 @@ use crate::config::Config;
 use crate::devkeys::{DEV_AUDIENCE, DEV_ISSUER, DevKey};
 use crate::metrics::Metrics;
 use crate::protected_resource::ProtectedResource;
+use crate::scrape::{ClientAddr, Scrapes};
 use crate::store::Store;
 
 /// The tenant dev mode creates for its printed tokens.
@@ -27,7 +28,8 @@ pub const DEV_TENANT: &str = "dev";
 /// Tokens printed in dev mode.
 #[derive(Debug, Clone)]
 pub struct DevTokens {
-    /// `platform` role: creates tenants.
+    /// `platform` role, no tenant: creates tenants, and holds no role
+    /// inside any.
     pub platform: String,
     /// All roles in the `dev` tenant.
     pub admin: String,
@@ -188,6 +190,11 @@ pub async fn start(cfg: Config, listener: Option<TcpListener>) -> anyhow::Result
         None => None,
     };
     let keyring = Arc::new(crate::registry_wiring::keyring(&cfg)?);
+    tracing::info!(
+        current = keyring.current_kid(),
+        old = ?keyring.old_kids().collect::<Vec<_>>(),
+        "sealing secrets under the current encryption key; old keys only open"
+    );
     let registry =
         crate::registry_wiring::registry_state(&store, keyring.clone(), cfg.limits.clone());
     let scope = crate::scope_wiring::scope_state(&store, &registry, keyring, &egress);
@@ -195,6 +202,23 @@ pub async fn start(cfg: Config, listener: Option<TcpListener>) -> anyhow::Result
     crate::resolve_wiring::spawn_change_listener(&store, &registry, &resolve);
     let purge = crate::resolve_wiring::spawn_session_purge(&store, Duration::from_secs(600));
     let purge_states = crate::scope_wiring::spawn_state_purge(&store, Duration::from_secs(600));
+    let scrape_access = cfg.metrics.access()?;
+    if scrape_access.is_open() && !listen.ip().is_loopback() {
+        tracing::warn!(
+            "/metrics is served to any client: set [metrics] token (or token_file) and/or allow_from"
+        );
+    } else if !scrape_access.is_open() {
+        tracing::info!(
+            token = scrape_access.needs_token(),
+            allow_from = %scrape_access
+                .allow_from()
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(","),
+            "/metrics is protected"
+        );
+    }
     let ctx = AppContext {
         tenants: store.tenants(),
         registry,
@@ -203,6 +227,7 @@ pub async fn start(cfg: Config, listener: Option<TcpListener>) -> anyhow::Result
         protected_resource: Arc::new(ProtectedResource::from_config(&cfg)),
         authn,
         metrics: Arc::new(Metrics::default()),
+        scrapes: Arc::new(Scrapes::new(scrape_access)),
         body_limit: cfg.body_limit_bytes,
         request_timeout: Duration::from_secs(cfg.request_timeout_secs),
         rate_limiter: cfg
@@ -317,7 +342,7 @@ async fn accept_loop(
                 Err(_) => break,
             },
         };
-        let (stream, _peer) = tokio::select! {
+        let (stream, peer) = tokio::select! {
             biased;
             () = &mut shutdown => break,
             r = listener.accept() => match r {
@@ -339,7 +364,10 @@ async fn accept_loop(
         };
         // As `axum::serve` did not: small answers leave at once.
         let _ = stream.set_nodelay(true);
-        let service = TowerToHyperService::new(router.clone());
+        let service = TowerToHyperService::new(WithPeer {
+            app: router.clone(),
+            peer: ClientAddr(peer.ip()),
+        });
         // One timer per connection for the header read timeout
         // (`conn_timer`: no trip through the timer wheel per request).
         let conn = graceful.watch(
@@ -356,6 +384,38 @@ async fn accept_loop(
     }
     drop(listener);
     graceful.shutdown().await;
+}
+
+/// The application with the connection's peer address, which it hands to
+/// the scrape route (its address allow-list, [`crate::scrape`]) and to no
+/// other: the other routes' requests carry nothing more.
+#[derive(Clone)]
+struct WithPeer {
+    app: crate::fastpath::App,
+    peer: ClientAddr,
+}
+
+impl<B> tower::Service<axum::http::Request<B>> for WithPeer
+where
+    crate::fastpath::App: tower::Service<axum::http::Request<B>>,
+{
+    type Response = <crate::fastpath::App as tower::Service<axum::http::Request<B>>>::Response;
+    type Error = <crate::fastpath::App as tower::Service<axum::http::Request<B>>>::Error;
+    type Future = <crate::fastpath::App as tower::Service<axum::http::Request<B>>>::Future;
+
+    fn poll_ready(
+        &mut self,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), Self::Error>> {
+        self.app.poll_ready(cx)
+    }
+
+    fn call(&mut self, mut req: axum::http::Request<B>) -> Self::Future {
+        if req.uri().path() == crate::scrape::PATH {
+            req.extensions_mut().insert(self.peer);
+        }
+        self.app.call(req)
+    }
 }
 
 async fn ensure_dev_tenant(store: &Store, key: &DevKey) -> anyhow::Result<DevTokens> {

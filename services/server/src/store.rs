@@ -4,7 +4,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
+use pinfold_core::ids::TenantId;
 use pinfold_store_postgres::{PgSettings, PgStore};
+use pinfold_store_rows::{Replacement, SealedColumn, SealedDbRow};
 use pinfold_store_sqlite::SqliteStore;
 use pinfold_tenancy::TenantStore;
 
@@ -110,6 +112,44 @@ impl Store {
         Ok(match self {
             Store::Sqlite(s) => s.pending_migrations().await?,
             Store::Postgres(s) => s.pending_migrations().await?,
+        })
+    }
+
+    /// Up to `limit` tenant ids greater than `after` (`""` first), in
+    /// order (on PostgreSQL under the tenant-listing binding).
+    pub async fn tenant_ids(&self, after: &str, limit: u32) -> anyhow::Result<Vec<TenantId>> {
+        Ok(match self {
+            Store::Sqlite(s) => s.tenant_ids(after, limit).await?,
+            Store::Postgres(s) => s.tenant_ids(after, limit).await?,
+        })
+    }
+
+    /// Up to `limit` of `tenant`'s sealed values in `column` after row key
+    /// `after` (`""` first), by key.
+    pub async fn sealed_values(
+        &self,
+        tenant: &TenantId,
+        column: SealedColumn,
+        after: &str,
+        limit: u32,
+    ) -> anyhow::Result<Vec<SealedDbRow>> {
+        Ok(match self {
+            Store::Sqlite(s) => s.sealed_values(tenant, column, after, limit).await?,
+            Store::Postgres(s) => s.sealed_values(tenant, column, after, limit).await?,
+        })
+    }
+
+    /// Writes the replacements whose rows still hold the value that was
+    /// read, in one transaction; how many were written.
+    pub async fn replace_sealed(
+        &self,
+        tenant: &TenantId,
+        column: SealedColumn,
+        replacements: &[Replacement],
+    ) -> anyhow::Result<u64> {
+        Ok(match self {
+            Store::Sqlite(s) => s.replace_sealed(tenant, column, replacements).await?,
+            Store::Postgres(s) => s.replace_sealed(tenant, column, replacements).await?,
         })
     }
 

@@ -8,7 +8,8 @@
 //! `store` holds [`PgStore`] (the pool, its settings and its lifecycle),
 //! `tenant_tx` the transactions bound to one tenant for row-level security,
 //! `migrate` the embedded migrations, `tenancy`, `registry`, `resolve` and
-//! `scope` one store trait each, `notify` the announcements of changes to
+//! `scope` one store trait each, `sealed` the walk over sealed values that
+//! key rotation re-seals, `notify` the announcements of changes to
 //! other replicas, `listener` the task that receives them, and `nodelay`
 //! `TCP_NODELAY` on the pool's TCP connections.
 
@@ -19,6 +20,7 @@ mod notify;
 mod registry;
 mod resolve;
 mod scope;
+mod sealed;
 mod store;
 mod tenancy;
 mod tenant_tx;
@@ -27,4 +29,4 @@ pub use listener::ListenerStatus;
 pub use migrate::MIGRATOR;
 pub use notify::{REGISTRY_CHANNEL, RESOLVE_CHANNEL};
 pub use store::{PgSettings, PgStore};
-pub use tenant_tx::PURGE_MARKER;
+pub use tenant_tx::{PURGE_MARKER, TENANTS_MARKER};

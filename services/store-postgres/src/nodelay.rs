@@ -13,22 +13,32 @@
 //! So each new pooled connection (`PoolOptions::after_connect`) asks the
 //! server which TCP endpoints it sees for this very connection
 //! (`inet_client_addr()`, `inet_client_port()`, `inet_server_addr()`,
-//! `inet_server_port()`), looks through this process's open file
-//! descriptors for the one TCP socket whose local address is that client
-//! endpoint (the peer address decides between sockets sharing a local port),
-//! and sets `TCP_NODELAY` on exactly that socket. It costs one round trip
-//! and one scan of `/proc/self/fd` per connection, not per query, and works
-//! the same under TLS (the option is on the TCP socket beneath it).
+//! `inet_server_port()`), finds the one TCP socket of this process whose
+//! local address is that client endpoint (the peer address decides between
+//! sockets sharing a local port), and sets `TCP_NODELAY` on exactly that
+//! socket. It costs one round trip and one look at `/proc` per connection,
+//! not per query, and works the same under TLS (the option is on the TCP
+//! socket beneath it).
 //!
-//! What it never does: touch a socket it has not identified. A descriptor is
-//! duplicated first and every check and the `setsockopt` are made on the
-//! duplicate, so the check and the change apply to the same socket even if
-//! the number is closed and reused meanwhile. When the server's view of the
-//! client differs from ours (a NAT or a connection pooler in between), or
-//! nothing or more than one socket matches, the connection is left as it is
-//! and the outcome is logged at debug: the connection still works, only
-//! slower for large statements. Unix-socket connections have no endpoints
-//! and are skipped. Outside Linux this is a no-op.
+//! The match is made before any descriptor is touched: `/proc/self/fd`'s
+//! links name this process's sockets by inode (`socket:[12345]`, read with
+//! `readlink` only), and `/proc/self/net/tcp` and `tcp6` give each
+//! socket's local and peer address by inode. Only the descriptor of the one
+//! socket that matches is then duplicated, and the duplicate is checked to
+//! be that socket (its own `/proc/self/fd` link names the same inode)
+//! before anything is read from or set on it. So the scan holds no extra
+//! descriptor (one, for a moment, at the end), and a descriptor number
+//! closed or reused by another thread meanwhile is never acted on: its
+//! duplication fails, or the duplicate names another inode and is closed
+//! again untouched.
+//!
+//! What it never does: touch a socket it has not identified. When the
+//! server's view of the client differs from ours (a NAT or a connection
+//! pooler in between), or nothing or more than one socket matches, the
+//! connection is left as it is and the outcome is logged at debug: the
+//! connection still works, only slower for large statements. Unix-socket
+//! connections have no endpoints and are skipped. Outside Linux this is a
+//! no-op.
 //!
 //! Alternatives rejected (ARCHITECTURE.md, "Storage"): sqlx 0.9 exposes no
 //! socket hook; pinning sqlx 0.8 gives up the release we moved to;
@@ -149,10 +159,9 @@ fn canonical(a: SocketAddr) -> (IpAddr, u16) {
 /// The socket whose endpoints the server reported, among candidates given
 /// as (local, peer, socket inode): the ones whose local address is the
 /// client; if several share it (one local port may serve several peers),
-/// the one whose peer is the server. Descriptors with the same inode are
-/// one socket (duplicates: another thread's scan holds a copy of every
-/// socket for a moment while it runs), so they never make a match
-/// ambiguous. Returns the index of one match.
+/// the one whose peer is the server. Entries with the same inode are one
+/// socket (a socket listed twice), so they never make a match ambiguous.
+/// Returns the index of one match.
 fn pick(
     ep: &Endpoints,
     sockets: &[(SocketAddr, Option<SocketAddr>, u64)],
@@ -184,16 +193,17 @@ fn pick(
 
 #[cfg(target_os = "linux")]
 mod sys {
+    use std::collections::HashMap;
     use std::io;
-    use std::net::SocketAddr;
-    use std::os::fd::{BorrowedFd, OwnedFd, RawFd};
+    use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
-    use socket2::{SockRef, Type};
+    use socket2::SockRef;
 
     use super::{Endpoints, Outcome, pick};
 
-    /// A duplicated descriptor, its local and peer addresses, its inode.
-    type Candidate = (OwnedFd, SocketAddr, Option<SocketAddr>, u64);
+    /// The `st` column of a listening socket in `/proc/net/tcp`.
+    const LISTEN: &str = "0A";
 
     /// The inode of a `/proc/self/fd` link that names a socket
     /// (`socket:[12345]`); `None` for anything else.
@@ -202,11 +212,17 @@ mod sys {
         std::str::from_utf8(digits).ok()?.parse().ok()
     }
 
-    /// Duplicates every socket descriptor of this process that is a
-    /// connected TCP (stream, IPv4 or IPv6) socket, with its local and peer
-    /// addresses and its socket inode.
-    fn tcp_sockets() -> io::Result<Vec<Candidate>> {
-        let mut out = Vec::new();
+    /// The socket inode a descriptor number names now, from its
+    /// `/proc/self/fd` link (nothing is opened or duplicated).
+    fn inode_of(fd: RawFd) -> Option<u64> {
+        let link = std::fs::read_link(format!("/proc/self/fd/{fd}")).ok()?;
+        socket_inode(link.as_os_str().as_encoded_bytes())
+    }
+
+    /// This process's socket descriptors by socket inode, from the links
+    /// of `/proc/self/fd` alone.
+    fn own_sockets() -> io::Result<HashMap<u64, Vec<RawFd>>> {
+        let mut out: HashMap<u64, Vec<RawFd>> = HashMap::new();
         for entry in std::fs::read_dir("/proc/self/fd")? {
             let Ok(entry) = entry else { continue };
             let Some(fd) = entry
@@ -216,47 +232,115 @@ mod sys {
             else {
                 continue;
             };
-            // Only sockets ("socket:[inode]"); files, pipes, epoll... are
-            // never duplicated.
-            let Some(inode) = std::fs::read_link(entry.path())
-                .ok()
-                .and_then(|l| socket_inode(l.as_os_str().as_encoded_bytes()))
-            else {
-                continue;
-            };
-            // SAFETY: `fd` was listed in /proc/self/fd, so it was open in
-            // this process a moment ago; it is borrowed for exactly one
-            // fcntl(F_DUPFD_CLOEXEC). If another thread closed it in
-            // between, the dup fails (EBADF) and the descriptor is skipped;
-            // if the number was reused, the duplicate refers to whatever
-            // now holds it, and every check below is made on that
-            // duplicate, so nothing acts on a socket that was not checked.
-            // No memory is involved either way.
-            #[allow(unsafe_code)]
-            let borrowed = unsafe { BorrowedFd::borrow_raw(fd) };
-            let Ok(owned) = borrowed.try_clone_to_owned() else {
-                continue;
-            };
-            let s = SockRef::from(&owned);
-            if !s.r#type().is_ok_and(|t| t == Type::STREAM) {
-                continue;
+            // Files, pipes, epoll... are not sockets and are skipped.
+            if let Some(inode) = inode_of(fd) {
+                out.entry(inode).or_default().push(fd);
             }
-            let Some(local) = s.local_addr().ok().and_then(|a| a.as_socket()) else {
-                continue; // not IPv4/IPv6 (a Unix socket)
-            };
-            let peer = s.peer_addr().ok().and_then(|a| a.as_socket());
-            if peer.is_none() {
-                continue; // a listener, or not connected
-            }
-            out.push((owned, local, peer, inode));
         }
         Ok(out)
     }
 
+    /// An address of `/proc/net/tcp{,6}`: the IP as 8 (IPv4) or 32 (IPv6)
+    /// hex digits, 32-bit words in the machine's byte order, then `:` and
+    /// the port as 4 hex digits.
+    pub(super) fn proc_addr(text: &str) -> Option<SocketAddr> {
+        let (ip, port) = text.split_once(':')?;
+        let port = u16::from_str_radix(port, 16).ok()?;
+        let word = |i: usize| -> Option<[u8; 4]> {
+            let hex = ip.get(i * 8..i * 8 + 8)?;
+            Some(u32::from_str_radix(hex, 16).ok()?.to_ne_bytes())
+        };
+        let ip = match ip.len() {
+            8 => IpAddr::V4(Ipv4Addr::from(word(0)?)),
+            32 => {
+                let mut bytes = [0u8; 16];
+                for i in 0..4 {
+                    bytes[i * 4..i * 4 + 4].copy_from_slice(&word(i)?);
+                }
+                IpAddr::V6(Ipv6Addr::from(bytes))
+            }
+            _ => return None,
+        };
+        Some(SocketAddr::new(ip, port))
+    }
+
+    /// One row of `/proc/net/tcp{,6}` as (local, peer, inode), when it is a
+    /// connected socket: not listening, with a peer, owned by a socket
+    /// (inode not 0, which a closing connection has).
+    pub(super) fn proc_row(line: &str) -> Option<(SocketAddr, SocketAddr, u64)> {
+        let mut cols = line.split_whitespace();
+        let _slot = cols.next()?;
+        let local = proc_addr(cols.next()?)?;
+        let peer = proc_addr(cols.next()?)?;
+        let state = cols.next()?;
+        // tx:rx queues, timer, retransmits, uid, timeout, then the inode.
+        let inode: u64 = cols.nth(5)?.parse().ok()?;
+        if state == LISTEN || inode == 0 || peer.port() == 0 {
+            return None;
+        }
+        Some((local, peer, inode))
+    }
+
+    /// The connected TCP sockets of this network namespace that belong to
+    /// this process (their inode is in `own`), as `pick` takes them.
+    fn candidates(
+        own: &HashMap<u64, Vec<RawFd>>,
+    ) -> io::Result<Vec<(SocketAddr, Option<SocketAddr>, u64)>> {
+        let mut out = Vec::new();
+        for (table, required) in [("/proc/self/net/tcp", true), ("/proc/self/net/tcp6", false)] {
+            let text = match std::fs::read_to_string(table) {
+                Ok(t) => t,
+                // No tcp6 table where IPv6 is off.
+                Err(e) if !required && e.kind() == io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(e),
+            };
+            for line in text.lines().skip(1) {
+                if let Some((local, peer, inode)) = proc_row(line)
+                    && own.contains_key(&inode)
+                {
+                    out.push((local, Some(peer), inode));
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// A new descriptor for descriptor number `fd`, owned by the caller:
+    /// `fcntl(F_DUPFD_CLOEXEC)` on the number, never a borrow of it.
+    fn duplicate(fd: RawFd) -> Option<OwnedFd> {
+        // SAFETY: `fcntl(F_DUPFD_CLOEXEC)` takes a plain integer and touches
+        // no memory of ours. `fd` is not borrowed or assumed open: if
+        // another thread closed it since `/proc/self/fd` listed it, the call
+        // fails (EBADF) and `None` is returned; if the number was reused,
+        // the new descriptor refers to whatever holds it now, and the
+        // caller checks the duplicate's inode before using it. The returned
+        // number is a descriptor this call just created, known to nobody
+        // else, so `OwnedFd` is its one owner and closes it once.
+        #[allow(unsafe_code)]
+        unsafe {
+            let new = libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 0);
+            (new >= 0).then(|| OwnedFd::from_raw_fd(new))
+        }
+    }
+
+    /// A descriptor of socket `inode`: the first of `fds` whose duplicate
+    /// is that socket. A duplicate of anything else is closed unused.
+    pub(super) fn dup_socket(fds: &[RawFd], inode: u64) -> Option<OwnedFd> {
+        fds.iter().find_map(|&fd| {
+            let dup = duplicate(fd)?;
+            (inode_of(dup.as_raw_fd()) == Some(inode)).then_some(dup)
+        })
+    }
+
     fn find(ep: &Endpoints) -> io::Result<Result<OwnedFd, Outcome>> {
-        let mut socks = tcp_sockets()?;
-        let addrs: Vec<_> = socks.iter().map(|(_, l, p, i)| (*l, *p, *i)).collect();
-        Ok(pick(ep, &addrs).map(|i| socks.swap_remove(i).0))
+        let own = own_sockets()?;
+        let sockets = candidates(&own)?;
+        let inode = match pick(ep, &sockets) {
+            Ok(i) => sockets[i].2,
+            Err(outcome) => return Ok(Err(outcome)),
+        };
+        let fds = own.get(&inode).map_or(&[][..], Vec::as_slice);
+        Ok(dup_socket(fds, inode).ok_or(Outcome::NotFound))
     }
 
     pub(super) fn enable(ep: &Endpoints) -> io::Result<Outcome> {
@@ -283,7 +367,7 @@ mod sys {
     mod tests {
         use std::net::{TcpListener, TcpStream};
 
-        use socket2::{Domain, Protocol, Socket};
+        use socket2::{Domain, Protocol, Socket, Type};
 
         use super::*;
 
@@ -322,9 +406,8 @@ mod sys {
             assert!(!b.nodelay().unwrap());
         }
 
-        /// Another thread's scan holds a duplicate of every socket while
-        /// it runs (as concurrent pool connections do): a duplicate is the
-        /// same socket, never a second candidate.
+        /// A socket with two descriptors (a duplicate the process made) is
+        /// one socket, never two candidates.
         #[test]
         fn a_duplicate_descriptor_is_the_same_socket() {
             let listener = TcpListener::bind("127.0.0.1:0").unwrap();
@@ -390,6 +473,95 @@ mod sys {
             };
             assert_eq!(enable(&elsewhere).unwrap(), Outcome::NotFound);
             assert!(!first.tcp_nodelay().unwrap());
+        }
+
+        /// `/proc/net/tcp` rows, built the way the kernel writes them (each
+        /// 32-bit word of the address in the machine's byte order).
+        #[test]
+        fn proc_rows_read_as_the_kernel_writes_them() {
+            let v4 = |ip: [u8; 4]| format!("{:08X}", u32::from_ne_bytes(ip));
+            let row = format!(
+                "   3: {}:D431 {}:1538 01 00000000:00000000 00:00000000 00000000  1000        0 4242 1 0000000000000000 20 4 30 10 -1",
+                v4([10, 0, 0, 5]),
+                v4([10, 0, 0, 9])
+            );
+            assert_eq!(
+                proc_row(&row),
+                Some((
+                    "10.0.0.5:54321".parse().unwrap(),
+                    "10.0.0.9:5432".parse().unwrap(),
+                    4242
+                ))
+            );
+            let v6: String = [0x2001_u16, 0xdb8, 0, 0, 0, 0, 0, 7]
+                .chunks(2)
+                .map(|w| {
+                    let b = [w[0].to_be_bytes(), w[1].to_be_bytes()].concat();
+                    format!("{:08X}", u32::from_ne_bytes([b[0], b[1], b[2], b[3]]))
+                })
+                .collect();
+            assert_eq!(
+                proc_addr(&format!("{v6}:0050")),
+                Some("[2001:db8::7]:80".parse().unwrap())
+            );
+            // Not candidates: a listener, a connection with no socket left
+            // (inode 0), no peer; and lines that are not rows.
+            let listening = row.replace(" 01 ", " 0A ");
+            let orphan = row.replace(" 4242 ", " 0 ");
+            let unconnected = row.replace(":1538 ", ":0000 ");
+            for line in [
+                listening.as_str(),
+                &orphan,
+                &unconnected,
+                "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode",
+                "",
+                "   0: 0100007F:zz 0100007F:1538 01",
+            ] {
+                assert_eq!(proc_row(line), None, "{line}");
+            }
+            assert_eq!(proc_addr("0100007F"), None);
+            assert_eq!(proc_addr("01007F:0050"), None);
+        }
+
+        /// A descriptor number that no longer names the matched socket
+        /// (closed, or reused by another) is never acted on.
+        #[test]
+        fn a_number_naming_another_socket_is_not_used() {
+            let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+            let a = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+            let b = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+            let _srv = (listener.accept().unwrap(), listener.accept().unwrap());
+            let a_inode = inode_of(a.as_raw_fd()).expect("a socket");
+            let b_inode = inode_of(b.as_raw_fd()).expect("a socket");
+            assert_ne!(a_inode, b_inode);
+            let dup = dup_socket(&[a.as_raw_fd()], a_inode).expect("a's own number");
+            assert_eq!(inode_of(dup.as_raw_fd()), Some(a_inode));
+            assert_eq!(dup_socket(&[b.as_raw_fd()], a_inode).map(|_| ()), None);
+            // A number closed meanwhile (or already reused by another
+            // test's socket): never taken for a's.
+            let closed = {
+                let gone = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+                gone.as_raw_fd()
+            };
+            assert_eq!(dup_socket(&[closed], a_inode).map(|_| ()), None);
+            // The first number that is the socket wins, the others are
+            // closed again.
+            let found = dup_socket(&[b.as_raw_fd(), a.as_raw_fd()], a_inode).unwrap();
+            assert_eq!(inode_of(found.as_raw_fd()), Some(a_inode));
+        }
+
+        #[test]
+        fn an_ipv6_connection_is_found_too() {
+            let Ok(listener) = TcpListener::bind("[::1]:0") else {
+                eprintln!("notice: no IPv6 loopback here; the IPv6 case is skipped");
+                return;
+            };
+            let a = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+            let _srv = listener.accept().unwrap();
+            a.set_nodelay(false).unwrap();
+            assert_eq!(get(&ep(&a)).unwrap(), Some(false));
+            assert_eq!(enable(&ep(&a)).unwrap(), Outcome::Set);
+            assert!(a.nodelay().unwrap());
         }
     }
 }

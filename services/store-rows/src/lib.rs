@@ -6,7 +6,7 @@
 //! `INTEGER` milliseconds, `TEXT`, booleans, and JSON read as text), and one
 //! conversion from each into the domain type of the service that owns it.
 //! Also the mapping of driver errors into the services' store errors
-//! (`error`).
+//! (`error`), and the sealed columns the key rotation walks (`sealed`).
 //!
 //! No SQL here: the queries, and the column names they select, live in
 //! `store-sqlite` and `store-postgres`; a query selects the columns a row
@@ -16,6 +16,7 @@ mod error;
 mod registry;
 mod resolve;
 mod scope;
+mod sealed;
 mod tenancy;
 
 pub use error::{is_unavailable, registry_error, registry_error_from, store_error};
@@ -27,4 +28,5 @@ pub use resolve::{SessionDbRow, session_error, session_error_from};
 pub use scope::{
     GrantDbRow, ProviderDbRow, StateDbRow, scope_error, scope_error_from, scopes_json,
 };
+pub use sealed::{Replacement, SealedColumn, SealedDbRow};
 pub use tenancy::{AuditRow, PolicyRow, TenantRow};

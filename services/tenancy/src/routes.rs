@@ -203,6 +203,8 @@ fn policy_etag(rev: i64) -> HeaderValue {
 }
 
 /// Create a tenant (role `platform`).
+///
+/// The platform route: a token's own tenant, if it has one, plays no part.
 #[utoipa::path(
     post,
     path = "/v1/tenants",
@@ -308,7 +310,10 @@ async fn load_policy(st: &TenancyState, tenant: &TenantId) -> Result<PolicyRecor
         .ok_or_else(tenant_not_found)
 }
 
-/// Read a tenant and its policy (any role of the tenant, or `platform`).
+/// Read a tenant and its policy (any role of the tenant).
+///
+/// `platform` holds no role inside a tenant: it is read with a token of
+/// the tenant.
 #[utoipa::path(
     get,
     path = "/v1/tenants/{tenant}",
@@ -327,21 +332,15 @@ pub async fn get_tenant(
     State(st): State<TenancyState>,
     scope: TenantScope,
 ) -> Result<Json<TenantView>, ApiError> {
-    scope.require_any(&[
-        Role::Platform,
-        Role::Admin,
-        Role::Publisher,
-        Role::Reviewer,
-        Role::Reader,
-        Role::Client,
-    ])?;
+    scope.require_member()?;
     let tenant = load_tenant(&st, scope.tenant()).await?;
     let policy = load_policy(&st, scope.tenant()).await?;
     Ok(Json(TenantView { tenant, policy }))
 }
 
-/// Read a tenant's policy. The `ETag` is its revision; send it in `If-Match`
-/// when replacing it.
+/// Read a tenant's policy (any role of the tenant).
+///
+/// The `ETag` is its revision; send it in `If-Match` when replacing it.
 #[utoipa::path(
     get,
     path = "/v1/tenants/{tenant}/policy",
@@ -359,14 +358,7 @@ pub async fn get_policy(
     State(st): State<TenancyState>,
     scope: TenantScope,
 ) -> Result<Response, ApiError> {
-    scope.require_any(&[
-        Role::Platform,
-        Role::Admin,
-        Role::Publisher,
-        Role::Reviewer,
-        Role::Reader,
-        Role::Client,
-    ])?;
+    scope.require_member()?;
     let policy = load_policy(&st, scope.tenant()).await?;
     Ok(([(header::ETAG, policy_etag(policy.revision))], Json(policy)).into_response())
 }

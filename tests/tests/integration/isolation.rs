@@ -5,7 +5,10 @@
 //! tenant that does not exist. The routes are enumerated from the document,
 //! so a route added later is covered without touching this file, and a path
 //! parameter or request body this file cannot fill fails the test until it
-//! is taught how.
+//! is taught how. Roles stay in their place too: a token holding `platform`
+//! beside tenant A's roles is refused on tenant B's routes exactly as A's
+//! plain token is, and acts as `platform` on the platform routes (the
+//! secured operations outside `{tenant}`, also read from the document).
 
 use std::collections::BTreeMap;
 
@@ -24,6 +27,9 @@ const PUBLIC: &[&str] = &["preflight_card"];
 /// Tenant operations in the document today; the test covers at least these,
 /// so an empty or truncated route list cannot pass.
 const OPERATIONS_TODAY: usize = 35;
+
+/// Platform operations (secured, outside `{tenant}`) in the document today.
+const PLATFORM_OPERATIONS_TODAY: usize = 1;
 
 /// Refusals that still prove the owner was admitted past the tenant
 /// boundary: replacing a provider without `If-Match` (428), and exchanging
@@ -101,7 +107,7 @@ fn body_for(operation: &str) -> Value {
         "resolve_batch" => json!({"calls": [{"name": "read_note", "arguments": {"id": "n1"}}]}),
         "put_provider" => provider_body(),
         "create_grant" => json!({"provider": PROVIDER, "scopes": ["notes:read"],
-            "redirect_uri": "https://bee.example/callback"}),
+            "redirect_uri": "https://bee.example/callback", "resource": SERVER}),
         "exchange_grant" => json!({"code": "a-code", "state": "not-the-state"}),
         "plan_scopes" => json!({"provider": "github", "server": SERVER, "version": "1.0.0",
             "calls": [{"name": "read_note", "arguments": {"id": "n1"}}]}),
@@ -118,7 +124,8 @@ fn provider_body() -> Value {
         "authorization_endpoint": "https://idp.bee.example/authorize",
         "token_endpoint": "https://idp.bee.example/token",
         "redirect_uris": ["https://bee.example/callback"],
-        "hierarchy": {"notes:write": ["notes:read"]}})
+        "hierarchy": {"notes:write": ["notes:read"]},
+        "resources": {SERVER: "https://notes.bee.example/mcp"}})
 }
 
 /// Every operation under `/v1/tenants/{tenant}` in `doc`, as concrete
@@ -642,4 +649,196 @@ async fn tenant_b_etags_cursors_and_ids_are_nothing_to_tenant_a() {
     );
     // Nothing of B changed (the session is still open, the grant pending).
     assert_eq!(snapshot(&app, b.tenant.as_str(), &b.owner).await, before);
+}
+
+/// The platform operations of `doc`: secured operations whose path names no
+/// tenant, the operational routes (tag `operations`) aside.
+fn platform_calls(doc: &Value) -> Vec<Call> {
+    let mut calls = Vec::new();
+    for (template, item) in doc["paths"].as_object().expect("paths") {
+        if template.contains("{tenant}") {
+            continue;
+        }
+        for (method, op) in item.as_object().unwrap() {
+            let Some(operation) = op["operationId"].as_str() else {
+                continue;
+            };
+            let secured = op.get("security").is_some_and(|s| s != &json!([]));
+            let operational = op["tags"]
+                .as_array()
+                .is_some_and(|t| t.contains(&json!("operations")));
+            if !secured || operational {
+                continue;
+            }
+            assert!(
+                !template.contains('{'),
+                "{operation}: platform path {template} takes a parameter: teach isolation.rs its value"
+            );
+            calls.push(Call {
+                operation: operation.to_owned(),
+                method: method.to_uppercase(),
+                path: template.clone(),
+                body: op.get("requestBody").map(|_| platform_body(operation)),
+                public: false,
+            });
+        }
+    }
+    calls
+}
+
+/// A minimal valid body for a platform operation (fresh each call).
+fn platform_body(operation: &str) -> Value {
+    match operation {
+        "create_tenant" => json!({
+            "id": format!("p-{}", &uuid::Uuid::new_v4().simple().to_string()[..12]),
+            "name": "Made by a mixed token"
+        }),
+        other => panic!("{other} takes a request body: add a minimal valid one in isolation.rs"),
+    }
+}
+
+/// A token holding `platform` beside tenant A's roles is each in its own
+/// place: 404 (the same as for a tenant that does not exist) on every
+/// operation of tenant B in the served document, `platform` on the
+/// platform operations (2xx, which A's roles alone cannot do), and its
+/// tenant roles in A alone. A `platform` token without a tenant is
+/// refused on B's routes the same way, and `platform` in A's own tenant
+/// holds no role there.
+#[tokio::test]
+async fn platform_beside_tenant_roles_opens_no_other_tenant() {
+    let app = TestApp::new().await;
+    let b = seed_tenant_b(&app).await;
+    let before = snapshot(&app, b.tenant.as_str(), &b.owner).await;
+    let doc = served_doc(&app).await;
+    let absent = format!("t-{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
+    let (operations, calls) = tenant_calls(&doc, b.tenant.as_str(), &b.session, &b.grant);
+    let (_, absent_calls) = tenant_calls(&doc, &absent, &b.session, &b.grant);
+    assert!(
+        operations >= OPERATIONS_TODAY,
+        "only {operations} tenant operations"
+    );
+    assert_eq!(calls.len(), absent_calls.len());
+
+    let mut everything = vec!["platform"];
+    everything.extend_from_slice(ALL_ROLES);
+    let tokens = [
+        (
+            "platform,admin of A",
+            app.as_roles("mallory", &["platform", "admin"]),
+        ),
+        (
+            "platform and every role of A",
+            app.as_roles("mallory", &everything),
+        ),
+        ("platform without a tenant", app.platform()),
+    ];
+    for (who, t) in &tokens {
+        for (call, twin) in calls.iter().zip(&absent_calls) {
+            let what = format!(
+                "{} {} ({}) as {who}",
+                call.method, call.path, call.operation
+            );
+            let r = app
+                .send(&call.method, &call.path, Some(t), call.body.clone())
+                .await;
+            if !call.public {
+                if call.path.starts_with("/t/") {
+                    assert_eq!(r.status, 404, "{what}");
+                    assert_eq!(r.json(), json!({"error": "Not found"}), "{what}");
+                } else {
+                    assert_eq!(
+                        r.status,
+                        404,
+                        "{what}: {}",
+                        String::from_utf8_lossy(&r.bytes)
+                    );
+                    r.problem(404, "tenant_not_found");
+                }
+            }
+            let missing = app
+                .send(&twin.method, &twin.path, Some(t), twin.body.clone())
+                .await;
+            assert_eq!(
+                answer(&r),
+                answer(&missing),
+                "{what}: tenant B's answer differs from a missing tenant's"
+            );
+        }
+    }
+    // Nothing of B changed.
+    assert_eq!(snapshot(&app, b.tenant.as_str(), &b.owner).await, before);
+
+    // The platform operations: 2xx for each mixed token, refused to A's
+    // roles without `platform` (so it is `platform` that acts there).
+    let platform = platform_calls(&doc);
+    assert!(
+        platform.len() >= PLATFORM_OPERATIONS_TODAY,
+        "only {} platform operations in the document",
+        platform.len()
+    );
+    let a_admin = app.as_roles("alice", ALL_ROLES);
+    for call in &platform {
+        for (who, t) in &tokens[..2] {
+            let body = call.body.as_ref().map(|_| platform_body(&call.operation));
+            let r = app.send(&call.method, &call.path, Some(t), body).await;
+            assert!(
+                r.status.is_success(),
+                "{} {} ({}) as {who}: {} {}",
+                call.method,
+                call.path,
+                call.operation,
+                r.status,
+                String::from_utf8_lossy(&r.bytes)
+            );
+        }
+        let body = call.body.as_ref().map(|_| platform_body(&call.operation));
+        app.send(&call.method, &call.path, Some(&a_admin), body)
+            .await
+            .problem(403, "forbidden_role");
+    }
+
+    // In A, the mixed token is A's admin...
+    let a = app.tenant.as_str();
+    let (_, mixed) = &tokens[0];
+    assert_eq!(
+        app.get(&format!("/v1/tenants/{a}"), mixed).await.status,
+        200
+    );
+    let r = app
+        .send(
+            "PUT",
+            &format!("/v1/tenants/{a}/policy"),
+            Some(mixed),
+            Some(body_for("put_policy")),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.bytes));
+    assert_eq!(
+        app.get(&format!("/v1/tenants/{a}/audit"), mixed)
+            .await
+            .status,
+        200
+    );
+    // ...and not its client, which it does not hold.
+    let r = app
+        .send(
+            "POST",
+            &format!("/v1/tenants/{a}/sessions"),
+            Some(mixed),
+            Some(body_for("open_session")),
+        )
+        .await;
+    r.problem(403, "forbidden_role");
+    // `platform` alone in A's own tenant holds no role there.
+    let only_platform = app.as_roles("pat", &["platform"]);
+    for path in [
+        format!("/v1/tenants/{a}"),
+        format!("/v1/tenants/{a}/policy"),
+        format!("/v1/tenants/{a}/audit"),
+        format!("/v1/tenants/{a}/servers"),
+    ] {
+        app.get(&path, &only_platform)
+            .await
+            .problem(403, "forbidden_role");
+    }
 }

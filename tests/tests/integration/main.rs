@@ -4,12 +4,15 @@
 mod auth;
 mod capture;
 mod cli;
+mod contract;
 mod egress;
 mod faults;
 mod input;
 mod isolation;
+mod keys;
 mod limits;
 mod mcp_peers;
+mod metrics_access;
 mod ops;
 mod publish;
 mod registry;

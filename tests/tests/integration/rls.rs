@@ -107,8 +107,9 @@ async fn every_tenant_table_forces_row_level_security_and_the_runtime_role_canno
         }
     }
     // No other policy widens what a binding admits (permissive policies
-    // are OR-ed): the only exception is the purge marker's, reading and
-    // deleting expired rows.
+    // are OR-ed): the only exceptions are the purge marker's, reading and
+    // deleting expired rows, and the tenant-listing marker's, reading the
+    // tenants (migration 0007).
     let others: Vec<(String, String, String, String)> = sqlx::query_as(
         "SELECT c.relname::text, p.polname::text, p.polcmd::text,
                 coalesce(pg_get_expr(p.polqual, p.polrelid), '')
@@ -125,7 +126,12 @@ async fn every_tenant_table_forces_row_level_security_and_the_runtime_role_canno
             && matches!(cmd.as_str(), "r" | "d")
             && qual.contains("'maintenance:purge'")
             && qual.contains("expires_at <");
-        if !purge {
+        let listing = table == "tenants"
+            && name == "maintenance_tenants_select"
+            && cmd == "r"
+            && qual
+                == "(current_setting('app.tenant_id'::text, true) = 'maintenance:tenants'::text)";
+        if !purge && !listing {
             missing.push(format!("{table}: unexpected policy {name} ({cmd}): {qual}"));
         }
     }
@@ -161,6 +167,31 @@ async fn every_tenant_table_forces_row_level_security_and_the_runtime_role_canno
         .await
         .unwrap();
         assert!(owned.is_empty(), "{role} owns {owned:?}");
+        // Column UPDATE grants beyond the tables it may update: only the
+        // sealed columns, which `pinfold keys reseal` rewrites.
+        let columns: Vec<String> = sqlx::query_scalar(
+            "SELECT c.relname || '.' || a.attname
+             FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid
+             JOIN pg_namespace n ON n.oid = c.relnamespace
+             WHERE n.nspname = current_schema() AND c.relkind = 'r'
+               AND a.attnum > 0 AND NOT a.attisdropped
+               AND has_column_privilege($1, c.oid, a.attnum, 'UPDATE')
+               AND NOT has_table_privilege($1, c.oid, 'UPDATE')
+             ORDER BY 1",
+        )
+        .bind(role)
+        .fetch_all(&owner)
+        .await
+        .unwrap();
+        assert_eq!(
+            columns,
+            [
+                "resolve_sessions.upstream_sealed",
+                "scope_grant_states.verifier_sealed",
+                "tenant_keys.private_sealed"
+            ],
+            "{role}"
+        );
         for table in IMMUTABLE {
             for privilege in ["UPDATE", "DELETE", "TRUNCATE"] {
                 let has: bool = sqlx::query_scalar("SELECT has_table_privilege($1, $2, $3)")
@@ -395,8 +426,8 @@ async fn the_purge_marker_reads_and_deletes_only_expired_grant_states() {
         .rows_affected();
     assert_eq!(deleted, 1, "only the expired state is deleted");
     tx.commit().await.unwrap();
-    // Nor may it insert, or update (the runtime role holds no UPDATE on
-    // grant states at all).
+    // Nor may it insert, or update (the runtime role may update only the
+    // sealed verifier of a grant state, and the marker sees no row to).
     for (write, refusal) in [
         (
             "INSERT INTO scope_grant_states (tenant_id, grant_id, state_hash, verifier_sealed, expires_at)
@@ -420,6 +451,18 @@ async fn the_purge_marker_reads_and_deletes_only_expired_grant_states() {
             .unwrap_err();
         assert!(denied.to_string().contains(refusal), "{denied}");
     }
+    let mut tx = pool.begin().await.unwrap();
+    sqlx::query("SELECT set_config('app.tenant_id', 'maintenance:purge', true)")
+        .execute(&mut *tx)
+        .await
+        .unwrap();
+    let rewritten = sqlx::query("UPDATE scope_grant_states SET verifier_sealed = 'x'")
+        .execute(&mut *tx)
+        .await
+        .unwrap()
+        .rows_affected();
+    assert_eq!(rewritten, 0, "the marker rewrote a sealed verifier");
+    tx.rollback().await.unwrap();
     let left: Vec<String> =
         sqlx::query_scalar("SELECT grant_id FROM scope_grant_states WHERE tenant_id = $1")
             .bind(t)
@@ -427,4 +470,88 @@ async fn the_purge_marker_reads_and_deletes_only_expired_grant_states() {
             .await
             .unwrap();
     assert_eq!(left, ["live"]);
+}
+
+#[tokio::test]
+async fn the_tenant_listing_marker_reads_the_tenants_and_nothing_else() {
+    if skip_on_sqlite("the tenant-listing marker's policy") {
+        return;
+    }
+    let app = TestApp::new().await;
+    let (a, b) = (app.tenant.clone(), app.new_tenant().await);
+    let owner = app.owner_pool().await.unwrap();
+    let tables = tenant_tables(&owner).await;
+    let pool = runtime_pool(&app);
+    let mut tx = pool.begin().await.unwrap();
+    sqlx::query("SELECT set_config('app.tenant_id', 'maintenance:tenants', true)")
+        .execute(&mut *tx)
+        .await
+        .unwrap();
+    let mut ids: Vec<String> = sqlx::query_scalar("SELECT id FROM tenants")
+        .fetch_all(&mut *tx)
+        .await
+        .unwrap();
+    ids.sort();
+    let mut want = vec![a.to_string(), b.to_string()];
+    want.sort();
+    assert_eq!(ids, want, "the marker lists every tenant");
+    // No row of any other table, of either tenant (each has a policy, a
+    // key, audit events).
+    for (table, column) in tables.iter().filter(|(t, _)| t != "tenants") {
+        for t in [&a, &b] {
+            assert_eq!(
+                count_of(&mut tx, table, column, t.as_str()).await,
+                0,
+                "the marker sees {t}'s rows of {table}"
+            );
+        }
+    }
+    tx.rollback().await.unwrap();
+    // It writes nothing: neither tenants nor any tenant's rows.
+    for (write, refusal) in [
+        (
+            "INSERT INTO tenants (id, name, created_at, created_by) VALUES ('mallory', 'm', 0, 'm')",
+            "row-level security",
+        ),
+        (
+            "INSERT INTO audit_events (tenant_id, at, actor, kind, data)
+             VALUES ($1, 0, 'mallory', 'x', '{}'::jsonb)",
+            "row-level security",
+        ),
+        (
+            "UPDATE tenants SET name = 'x' WHERE id = $1",
+            "permission denied",
+        ),
+    ] {
+        let mut tx = pool.begin().await.unwrap();
+        sqlx::query("SELECT set_config('app.tenant_id', 'maintenance:tenants', true)")
+            .execute(&mut *tx)
+            .await
+            .unwrap();
+        let denied = sqlx::query(sqlx::AssertSqlSafe(write))
+            .bind(a.as_str())
+            .execute(&mut *tx)
+            .await
+            .unwrap_err();
+        assert!(denied.to_string().contains(refusal), "{write}: {denied}");
+    }
+    for sealed in [
+        "UPDATE tenant_keys SET private_sealed = 'x'",
+        "UPDATE resolve_sessions SET upstream_sealed = 'x'",
+        "UPDATE scope_grant_states SET verifier_sealed = 'x'",
+        "UPDATE scope_providers SET client_secret_sealed = 'x'",
+    ] {
+        let mut tx = pool.begin().await.unwrap();
+        sqlx::query("SELECT set_config('app.tenant_id', 'maintenance:tenants', true)")
+            .execute(&mut *tx)
+            .await
+            .unwrap();
+        let n = sqlx::query(sqlx::AssertSqlSafe(sealed))
+            .execute(&mut *tx)
+            .await
+            .unwrap()
+            .rows_affected();
+        assert_eq!(n, 0, "{sealed}");
+        tx.rollback().await.unwrap();
+    }
 }

@@ -175,7 +175,7 @@ async fn bad_plan_requests_are_clear_problems() {
     };
     // Unknown tool, bad granted scope: 422 with pointers.
     let p = send(with(
-        json!({"calls": [{"name": "nope"}], "granted": ["not ok"]}),
+        json!({"calls": [{"name": "nope"}], "granted": ["repo"]}),
     ))
     .await
     .problem(422, "validation_failed");

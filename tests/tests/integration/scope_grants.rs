@@ -4,6 +4,7 @@
 //! resource. The end to end against a real authorization server is in
 //! `scope_oidc.rs`; the planner routes in `scope.rs`.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -762,7 +763,7 @@ async fn a_token_endpoint_answering_302_is_not_followed_and_the_state_is_single_
     let g = grant(
         &app,
         json!({"provider": "redir", "scopes": ["notes:read"],
-        "redirect_uri": "https://app.example/callback"}),
+        "redirect_uri": "https://app.example/callback", "resource": "io.github.acme/notes"}),
     )
     .await
     .json();
@@ -821,7 +822,7 @@ async fn an_expired_state_is_refused_and_nothing_is_exchanged() {
     let g = grant(
         &app,
         json!({"provider": "exp", "scopes": ["notes:read"],
-        "redirect_uri": "https://app.example/callback"}),
+        "redirect_uri": "https://app.example/callback", "resource": "io.github.acme/notes"}),
     )
     .await
     .json();
@@ -879,7 +880,7 @@ async fn expired_states_are_purged_and_live_ones_kept() {
         let g = grant(
             &app,
             json!({"provider": "purge", "scopes": ["notes:read"],
-            "redirect_uri": "https://app.example/callback"}),
+            "redirect_uri": "https://app.example/callback", "resource": "io.github.acme/notes"}),
         )
         .await
         .json();
@@ -935,4 +936,284 @@ async fn expired_states_are_purged_and_live_ones_kept() {
     exchange(&app, &ids[0], json!({"code": "c", "state": states[0]}))
         .await
         .problem(400, "invalid_state");
+}
+
+/// Publishes `name` `version` with `remotes` (as `pat`), approved by `rita`
+/// when `approve` is set.
+async fn publish_card(app: &TestApp, name: &str, version: &str, remotes: Value, approve: bool) {
+    let path = format!(
+        "/v1/tenants/{}/servers/{}/versions/{version}",
+        app.tenant,
+        name.replace('/', "%2F")
+    );
+    let card = json!({"name": name, "version": version, "description": "Notes elsewhere",
+        "remotes": remotes, "signature": {"tools": []}});
+    let r = app
+        .send(
+            "PUT",
+            &path,
+            Some(&app.as_roles("pat", &["publisher"])),
+            Some(card),
+        )
+        .await;
+    assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.bytes));
+    if approve {
+        let r = app
+            .send(
+                "POST",
+                &format!("{path}/review"),
+                Some(&app.as_roles("rita", &["reviewer"])),
+                Some(json!({"decision": "approve"})),
+            )
+            .await;
+        assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.bytes));
+    }
+}
+
+/// A form body as its name and value pairs, in order.
+type Form = Vec<(String, String)>;
+
+fn remote(kind: &str, url: &str) -> Value {
+    json!({"type": kind, "url": url})
+}
+
+/// The MCP authorization specification requires the RFC 8707 `resource`
+/// in the authorization and the token request, so a grant whose resource
+/// can be found neither in the body, nor through the provider profile's
+/// `resources`, nor as the one streamable-http remote of the plan's
+/// approved card is not started: `422 resource_required` at `/resource`,
+/// and nothing is stored.
+#[tokio::test]
+async fn a_grant_that_cannot_name_its_resource_is_refused() {
+    let app = TestApp::new().await;
+    let r = put(
+        &app,
+        "notes",
+        &profile("https://as.example/authorize", "https://as.example/token"),
+        &[],
+    )
+    .await;
+    assert_eq!(r.status, 201);
+    let other = "io.github.acme/other";
+    publish_card(&app, other, "1.0.0", json!([]), true).await;
+    publish_card(
+        &app,
+        other,
+        "1.1.0",
+        json!([
+            remote("streamable-http", "https://a.example/mcp"),
+            remote("streamable-http", "https://b.example/mcp")
+        ]),
+        true,
+    )
+    .await;
+    publish_card(
+        &app,
+        other,
+        "1.2.0",
+        json!([remote("streamable-http", "https://other.example/mcp")]),
+        false,
+    )
+    .await;
+    publish_card(
+        &app,
+        other,
+        "1.3.0",
+        json!([remote(
+            "streamable-http",
+            "https://{tenant}.other.example/mcp"
+        )]),
+        true,
+    )
+    .await;
+    let plan = |server: Option<&str>, version: Option<&str>| {
+        let mut p = json!({"required": ["notes:read"]});
+        if let Some(s) = server {
+            p["server"] = json!(s);
+        }
+        if let Some(v) = version {
+            p["version"] = json!(v);
+        }
+        json!({"provider": "notes", "plan": p, "redirect_uri": "https://app.example/callback"})
+    };
+    let cases = [
+        (
+            json!({"provider": "notes", "scopes": ["notes:read"],
+                   "redirect_uri": "https://app.example/callback"}),
+            "name no MCP server",
+        ),
+        (plan(None, None), "names no `server`"),
+        (
+            plan(Some("io.github.acme/nowhere"), None),
+            "no trusted card",
+        ),
+        (plan(Some(other), Some("1.0.0")), "lists no streamable-http"),
+        (plan(Some(other), Some("1.1.0")), "lists 2 streamable-http"),
+        (plan(Some(other), Some("1.2.0")), "is not approved"),
+        (plan(Some(other), Some("1.3.0")), "not an absolute URL"),
+        (plan(Some(other), Some("9.9.9")), "no trusted card"),
+    ];
+    for (body, why) in cases {
+        let p = grant(&app, body.clone())
+            .await
+            .problem(422, "resource_required");
+        let err = &p["errors"][0];
+        assert_eq!(err["pointer"], "/resource", "{body}: {p}");
+        assert_eq!(err["code"], "resource_required", "{body}: {p}");
+        let message = err["message"].as_str().unwrap();
+        assert!(message.contains(why), "{body}: {message}");
+        assert!(message.contains("add `resource`"), "{message}");
+        assert!(
+            p["detail"]
+                .as_str()
+                .unwrap()
+                .contains("MCP authorization specification"),
+            "{p}"
+        );
+    }
+    // Nothing was started.
+    let ledger = app
+        .get(&format!("/v1/tenants/{}/grants", app.tenant), &app.admin())
+        .await
+        .json();
+    assert_eq!(ledger["items"], json!([]));
+}
+
+/// Where a grant's resource comes from, in order: the body's `resource`,
+/// the plan's server through the profile's `resources` (server names
+/// compare without regard to case), the one streamable-http remote of the
+/// plan's approved card (`latest` when the plan names no version). The
+/// resource is in the authorization URL and, at the exchange, in the token
+/// request's form.
+#[tokio::test]
+async fn grants_name_their_resource_in_both_requests() {
+    let app = TestApp::new().await;
+    let seen: Arc<std::sync::Mutex<Vec<Form>>> = Arc::default();
+    let record = seen.clone();
+    let base = serve_local(axum::Router::new().route(
+        "/token",
+        post(move |body: String| {
+            let record = record.clone();
+            async move {
+                record.lock().unwrap().push(
+                    url::form_urlencoded::parse(body.as_bytes())
+                        .into_owned()
+                        .collect(),
+                );
+                Json(json!({"access_token": "t", "token_type": "bearer"}))
+            }
+        }),
+    ))
+    .await;
+    let r = put(
+        &app,
+        "notes",
+        &profile(&format!("{base}/authorize"), &format!("{base}/token")),
+        &[],
+    )
+    .await;
+    assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.bytes));
+    let remote_server = "io.github.acme/remote";
+    publish_card(
+        &app,
+        remote_server,
+        "1.0.0",
+        json!([
+            remote("sse", "https://remote.example/sse"),
+            remote("streamable-http", "https://remote.example/mcp"),
+            remote("streamable-http", "https://remote.example/mcp")
+        ]),
+        true,
+    )
+    .await;
+    let with_plan = |plan: Value| json!({"provider": "notes", "plan": plan, "redirect_uri": "https://app.example/callback"});
+    let cases = [
+        // The plan's server, through the profile's `resources`.
+        (
+            with_plan(
+                json!({"required": ["notes:read"], "server": "io.github.ACME/notes",
+                "version": "1.0.0"}),
+            ),
+            "https://notes.example/mcp",
+        ),
+        // The one streamable-http remote of the approved card (`latest`).
+        (
+            with_plan(json!({"required": ["notes:read"], "server": remote_server})),
+            "https://remote.example/mcp",
+        ),
+        // The body's `resource` comes first.
+        (
+            {
+                let mut b = with_plan(json!({"required": ["notes:read"], "server": remote_server}));
+                b["resource"] = json!("io.github.acme/notes");
+                b
+            },
+            "https://notes.example/mcp",
+        ),
+        // A whole plan response passes through.
+        (
+            with_plan(
+                json!({"provider": "notes", "server": remote_server, "version": "1.0.0",
+                "strategy": "exact", "calls": [], "required": ["notes:read"],
+                "request": ["notes:read"], "www_authenticate": null,
+                "_meta": {"mcp/www_authenticate": []}, "notices": []}),
+            ),
+            "https://remote.example/mcp",
+        ),
+    ];
+    for (i, (body, resource)) in cases.into_iter().enumerate() {
+        let r = grant(&app, body.clone()).await;
+        assert_eq!(
+            r.status,
+            201,
+            "{body}: {}",
+            String::from_utf8_lossy(&r.bytes)
+        );
+        let g = r.json();
+        assert_eq!(g["resource"], resource, "{body}");
+        let url = g["authorization_url"].as_str().unwrap();
+        assert_eq!(query(url, "resource"), resource, "{url}");
+        let state = query(url, "state");
+        let r = exchange(
+            &app,
+            g["id"].as_str().unwrap(),
+            json!({"code": format!("code-{i}"), "state": state}),
+        )
+        .await;
+        assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.bytes));
+        let forms = seen.lock().unwrap().clone();
+        let form: BTreeMap<_, _> = forms[i].iter().cloned().collect();
+        assert_eq!(form["grant_type"], "authorization_code");
+        assert_eq!(form["code"], format!("code-{i}"));
+        assert_eq!(
+            form["resource"], resource,
+            "the token request carried {form:?}"
+        );
+        assert_eq!(form["code_verifier"].len(), 43);
+        assert_eq!(
+            forms[i].iter().filter(|(k, _)| k == "resource").count(),
+            1,
+            "one resource in the token request"
+        );
+    }
+    let ledger = app
+        .get(&format!("/v1/tenants/{}/grants", app.tenant), &app.admin())
+        .await
+        .json();
+    let mut resources: Vec<&str> = ledger["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["resource"].as_str().unwrap())
+        .collect();
+    resources.sort();
+    assert_eq!(
+        resources,
+        [
+            "https://notes.example/mcp",
+            "https://notes.example/mcp",
+            "https://remote.example/mcp",
+            "https://remote.example/mcp"
+        ]
+    );
 }

@@ -3,7 +3,8 @@
 //! indicators on. Pinfold discovers the endpoints, builds the authorization
 //! URL; this test plays the user's browser (login and consent on the
 //! provider's own pages); Pinfold exchanges the code with the verifier and
-//! the resource; the ledger shows requested, granted and needed.
+//! the resource, which the provider reports its token endpoint received;
+//! the ledger shows requested, granted and needed.
 //!
 //! Needs `node` and `npm ci --prefix examples/oidc-provider`. Without them
 //! the test says so and passes, unless `PINFOLD_REQUIRE_OIDC_PROVIDER` is set
@@ -181,16 +182,20 @@ async fn exchange(app: &TestApp, id: &str, code: &str, state: &str) -> Resp {
 }
 
 /// Starts a grant for `plan`, drives the user through, exchanges the code.
-async fn full_grant(app: &TestApp, plan: Value) -> (String, Value, String, String) {
+async fn full_grant(app: &TestApp, issuer: &str, plan: Value) -> (String, Value, String, String) {
     let r = app
         .send(
             "POST",
             &format!("/v1/tenants/{}/grants", app.tenant),
             Some(&app.as_roles("carl", &["client"])),
-            Some(
-                json!({"provider": "notes", "plan": plan, "redirect_uri": REDIRECT,
-                "resource": "io.github.acme/notes"}),
-            ),
+            Some({
+                let mut body = json!({"provider": "notes", "plan": plan, "redirect_uri": REDIRECT});
+                // Without a server in the plan, the body names the resource.
+                if plan.get("server").is_none() {
+                    body["resource"] = json!("io.github.acme/notes");
+                }
+                body
+            }),
         )
         .await;
     assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.bytes));
@@ -208,10 +213,31 @@ async fn full_grant(app: &TestApp, plan: Value) -> (String, Value, String, Strin
         "the state comes back unchanged"
     );
     let id = g["id"].as_str().unwrap().to_owned();
+    let before = token_requests(issuer).await.len();
     let r = exchange(app, &id, &back["code"], &back["state"]).await;
     assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.bytes));
     assert_eq!(r.header("cache-control").as_deref(), Some("no-store"));
+    // The token request carried the resource too (the provider would
+    // otherwise fall back to the one granted at authorization, and the
+    // token would look the same).
+    let seen = token_requests(issuer).await;
+    assert_eq!(
+        &seen[before..],
+        [json!({"outcome": "issued", "grant_type": "authorization_code", "resource": RESOURCE})],
+        "what the provider's token endpoint received"
+    );
     (id, r.json(), back["code"].clone(), back["state"].clone())
+}
+
+/// What the provider's token endpoint received, request by request
+/// (`GET /test/token-requests` of examples/oidc-provider).
+async fn token_requests(issuer: &str) -> Vec<Value> {
+    reqwest::get(format!("{issuer}/test/token-requests"))
+        .await
+        .expect("the provider answers")
+        .json::<Vec<Value>>()
+        .await
+        .expect("a JSON list")
 }
 
 #[tokio::test]
@@ -243,6 +269,7 @@ async fn a_real_authorization_server_grants_through_pinfold_with_pkce_and_resour
     // 1. Exactly what is needed.
     let (first, token, code, state) = full_grant(
         &app,
+        &op.issuer,
         json!({"required": ["notes:read"], "request": ["notes:read"]}),
     )
     .await;
@@ -265,10 +292,14 @@ async fn a_real_authorization_server_grants_through_pinfold_with_pkce_and_resour
         .await
         .problem(400, "invalid_state");
 
-    // 2. More than needed: asking for notes:admin when the calls need read.
+    // 2. More than needed: asking for notes:admin when the calls need read;
+    // the plan's server names the resource, through the profile's
+    // `resources`.
     let (second, token, _, _) = full_grant(
         &app,
-        json!({"required": ["notes:read"], "request": ["notes:admin"]}),
+        &op.issuer,
+        json!({"required": ["notes:read"], "request": ["notes:admin"],
+               "server": "io.github.acme/notes"}),
     )
     .await;
     assert_eq!(token["scope"], "notes:admin");

@@ -173,7 +173,7 @@ async fn max_connections_makes_the_next_client_wait_its_turn() {
 
 #[tokio::test]
 async fn a_body_longer_than_its_content_length_is_not_read_as_the_body() {
-    let (running, _db) = start(|_| {}).await;
+    let (running, db) = start(|_| {}).await;
     let platform = running.dev_tokens.clone().unwrap().platform;
     let mut s = TcpStream::connect(running.addr).await.unwrap();
     let body = br#"{"id":"lying-length","name":"Declared ten bytes, sent many more"}"#;
@@ -186,10 +186,20 @@ async fn a_body_longer_than_its_content_length_is_not_read_as_the_body() {
     // request.
     assert_eq!(first_status(&mut s).await, 400);
     read_to_close(&mut s).await;
-    // Nothing was created from the longer text.
+    // Nothing was created from the longer text: a reader of that tenant
+    // finds none (the platform token holds no role inside a tenant).
+    let reader = pinfold_server::devkeys::DevKey::load(db.dir.path())
+        .unwrap()
+        .mint(
+            "r",
+            Some("lying-length"),
+            &["reader"],
+            Duration::from_secs(60),
+        )
+        .unwrap();
     let r = reqwest::Client::new()
         .get(format!("http://{}/v1/tenants/lying-length", running.addr))
-        .bearer_auth(&platform)
+        .bearer_auth(&reader)
         .send()
         .await
         .unwrap();

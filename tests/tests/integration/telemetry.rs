@@ -291,6 +291,7 @@ async fn spans_and_metrics_reach_an_otlp_collector_with_the_callers_trace() {
         c.telemetry.log_filter = "info,pinfold_server=debug".into();
     });
     let _default = telemetry.set_default();
+    let data_dir = cfg.data_dir.clone();
 
     let running = pinfold_server::serve::start(cfg, None)
         .await
@@ -299,6 +300,16 @@ async fn spans_and_metrics_reach_an_otlp_collector_with_the_callers_trace() {
     let tokens = running.dev_tokens.clone().expect("dev mode");
     let http = reqwest::Client::new();
     let tenant = format!("otel-{}", &uuid::Uuid::new_v4().simple().to_string()[..10]);
+    // A reader of the new tenant (the platform token holds no role inside it).
+    let reader = pinfold_server::devkeys::DevKey::load(&data_dir)
+        .unwrap()
+        .mint(
+            "otel-reader",
+            Some(&tenant),
+            &["reader"],
+            std::time::Duration::from_secs(600),
+        )
+        .unwrap();
     let r = http
         .post(format!("{base}/v1/tenants"))
         .bearer_auth(&tokens.platform)
@@ -310,7 +321,7 @@ async fn spans_and_metrics_reach_an_otlp_collector_with_the_callers_trace() {
     // A request from a traced caller.
     let r = http
         .get(format!("{base}/v1/tenants/{tenant}"))
-        .bearer_auth(&tokens.platform)
+        .bearer_auth(&reader)
         .header("traceparent", format!("00-{TRACE_ID}-{PARENT_SPAN}-01"))
         .header("x-request-id", "otel-req-1")
         .send()

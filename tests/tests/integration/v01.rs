@@ -892,12 +892,16 @@ async fn errors_are_official_404s_and_problems_otherwise() {
         assert_eq!(b.json(), json!({"error": "Not found"}));
         assert_eq!((b.status, b.json()), (c.status, c.json()), "{theirs}");
     }
-    // Tenant B's token does not reach A either, though A's data exists.
+    // Tenant B's token does not reach A either, though A's data exists; nor
+    // does a platform token (no tenant), nor B's platform-and-reader token.
     let b_reader = token("bob", Some(other.as_str()), &["reader"]);
+    let b_platform = token("bob", Some(other.as_str()), &["platform", "reader"]);
     for path in &paths {
-        let r = app.get(path, &b_reader).await;
-        assert_eq!(r.status, 404, "{path}");
-        assert_eq!(r.json(), json!({"error": "Not found"}));
+        for t in [&b_reader, &app.platform(), &b_platform] {
+            let r = app.get(path, t).await;
+            assert_eq!(r.status, 404, "{path}");
+            assert_eq!(r.json(), json!({"error": "Not found"}));
+        }
     }
 
     // 401 and 403 stay problems.
@@ -910,7 +914,7 @@ async fn errors_are_official_404s_and_problems_otherwise() {
             .get(path, &app.as_roles("cleo", &["client", "reviewer"]))
             .await;
         r.problem(403, "forbidden_role");
-        let r = app.get(path, &app.platform()).await;
+        let r = app.get(path, &app.as_roles("pat", &["platform"])).await;
         r.problem(403, "forbidden_role");
         let r = app.get(path, &app.admin()).await;
         assert_eq!(r.status, 200, "{path} as admin");

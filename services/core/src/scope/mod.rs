@@ -29,4 +29,4 @@ pub use plan::{
 };
 pub use preset::Preset;
 pub use schemes::{DeclaredSchemes, Notice, SchemeSource, declared_schemes};
-pub use token::check_scope;
+pub use token::{MAX_SCOPE_LEN, SCOPE_TOKEN_PATTERN, check_scope};

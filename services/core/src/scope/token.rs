@@ -11,6 +11,10 @@
 /// a challenge header and an authorization URL of sane size).
 pub const MAX_SCOPE_LEN: usize = 256;
 
+/// A scope token as a JSON Schema `pattern` (with `maxLength`
+/// [`MAX_SCOPE_LEN`]: every NQCHAR is ASCII, so characters are bytes).
+pub const SCOPE_TOKEN_PATTERN: &str = r"^[!#-\[\]-~]+$";
+
 /// Why a string is not a scope token.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TokenProblem {
@@ -76,5 +80,33 @@ mod tests {
         assert_eq!(check_scope(&"a".repeat(257)), Err(TokenProblem::TooLong));
         assert!(!is_nqchar(b' ') && !is_nqchar(b'"') && !is_nqchar(b'\\'));
         assert!(is_nqchar(b'!') && is_nqchar(b'~') && is_nqchar(b'['));
+    }
+
+    /// The schema's pattern and [`check_scope`] agree on every character
+    /// (as a JSON Schema validator reads the pattern).
+    #[test]
+    fn the_pattern_is_check_scope() {
+        let schema = serde_json::json!({"type": "string", "pattern": SCOPE_TOKEN_PATTERN,
+            "maxLength": MAX_SCOPE_LEN});
+        let v = jsonschema::validator_for(&schema).unwrap();
+        let chars = (0u32..0x300)
+            .filter_map(char::from_u32)
+            .chain(['\u{2028}', '\u{1f600}']);
+        for c in chars {
+            for s in [c.to_string(), format!("a{c}b")] {
+                assert_eq!(
+                    v.is_valid(&serde_json::json!(s)),
+                    check_scope(&s).is_ok(),
+                    "{s:?}"
+                );
+            }
+        }
+        for s in [
+            "",
+            &"a".repeat(MAX_SCOPE_LEN),
+            &"a".repeat(MAX_SCOPE_LEN + 1),
+        ] {
+            assert_eq!(v.is_valid(&serde_json::json!(s)), check_scope(s).is_ok());
+        }
     }
 }

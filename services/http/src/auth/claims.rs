@@ -101,8 +101,8 @@ impl ClaimRule {
     /// Builds a rule from its configuration: at least one claim to match,
     /// a valid tenant id, and one or more tenant roles. `platform` is
     /// refused: a rule maps tokens of an outside issuer (a CI job, any
-    /// repository of an organisation) into one tenant, and managing every
-    /// tenant of the installation is not something such a token should get
+    /// repository of an organisation) into one tenant, and creating the
+    /// installation's tenants is not something such a token should get
     /// by matching a pattern; platform operators use the issuer that mints
     /// Pinfold's own claims.
     pub fn new<'a>(

@@ -10,7 +10,8 @@ use crate::problem::ApiError;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Role {
-    /// Manages tenants across the whole installation.
+    /// Manages the installation's tenants on the platform routes (creating
+    /// them); holds nothing inside a tenant (`crate::tenant`).
     Platform,
     /// Everything within one tenant.
     Admin,
@@ -73,7 +74,8 @@ pub struct Principal {
     pub sub: String,
     /// The token's issuer.
     pub issuer: String,
-    /// The tenant the token belongs to (absent for platform tokens).
+    /// The tenant the token belongs to, where its tenant roles act (absent
+    /// for a token that only holds `platform`).
     pub tenant: Option<TenantId>,
     roles: u8,
     /// Expiry (seconds since the epoch).

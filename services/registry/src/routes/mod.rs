@@ -12,6 +12,7 @@ pub mod publish;
 pub mod read;
 pub mod record;
 pub mod review;
+pub mod server_json;
 pub mod v01;
 
 use utoipa_axum::router::OpenApiRouter;

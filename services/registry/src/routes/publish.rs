@@ -12,6 +12,7 @@ use serde_json::{Map, Value};
 use crate::model::{Review, StoredVersion};
 use crate::routes::paths::VersionPath;
 use crate::routes::record::{VersionRecord, record_response};
+use crate::routes::server_json::ServerJsonImport;
 use crate::service::{Published, publish, publish_body};
 use crate::state::RegistryState;
 
@@ -78,10 +79,7 @@ pub async fn publish_version(
     tag = "registry",
     operation_id = "import_server_json",
     params(("tenant" = String, Path, description = "Tenant id")),
-    request_body(content = Object, description = "An official-registry server.json", example = json!({
-        "$schema": "https://static.modelcontextprotocol.io/schemas/2025-09-29/server.schema.json",
-        "name": "io.github.acme/files", "version": "1.0.0", "description": "Files in an Acme workspace",
-        "remotes": [{"type": "streamable-http", "url": "https://mcp.acme.example/files"}]})),
+    request_body(content = ServerJsonImport, description = "An official-registry server.json"),
     security(("bearer" = [])),
     responses(
         (status = 201, description = "Imported", body = VersionRecord),

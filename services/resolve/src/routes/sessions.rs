@@ -13,31 +13,88 @@ use pinfold_egress::EgressError;
 use pinfold_http::auth::Role;
 use pinfold_http::pagination::{PageQuery, finish_page};
 use pinfold_http::problem::{ApiError, FieldError, ProblemBody};
+use pinfold_http::schema::keywords;
 use pinfold_http::{StrictJson, TenantScope};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
+use utoipa::openapi::schema::{Object, ObjectBuilder, SchemaFormat, Type};
 use utoipa::{IntoParams, ToSchema};
 
 use pinfold_core::error::pointer_push;
 
 use crate::error::*;
 use crate::session::{AuditNote, CachePolicy, SessionRow, is_session_id, new_session_id};
-use crate::state::{LiveSession, ResolveState, Standing, now};
-use crate::upstream::is_reserved_header;
+use crate::state::{LiveSession, ResolveState, Standing, headers_context, now};
+use crate::upstream::{
+    HEADER_NAME_PATTERN, HEADER_VALUE_PATTERN, MAX_HEADER_NAME_CHARS, MAX_HEADER_VALUE_CHARS,
+    MAX_UPSTREAM_HEADERS, MAX_URL_CHARS, RESERVED_HEADERS, is_reserved_header,
+    is_upstream_header_name, is_upstream_header_value, is_upstream_url, reserved_headers_pattern,
+    upstream_url_pattern,
+};
 
 /// The upstream MCP server a session talks to.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct UpstreamBody {
-    /// Its Streamable HTTP endpoint (`http` or `https`, no user info).
-    #[schema(example = "https://files.example.com/mcp")]
+    /// Its Streamable HTTP endpoint.
+    #[schema(schema_with = upstream_url_schema)]
     pub url: String,
-    /// Headers sent with every upstream request (for example the upstream
-    /// credential). Sealed at rest, never returned, never logged. At most 32,
-    /// 8 KiB in all.
+    /// Headers sent with every upstream request.
     #[serde(default)]
-    #[schema(value_type = Object, example = json!({"Authorization": "Bearer upstream-token"}))]
+    #[schema(schema_with = upstream_headers_schema)]
     pub headers: BTreeMap<String, String>,
+}
+
+/// The schema of `upstream.url`: what [`is_upstream_url`] accepts.
+fn upstream_url_schema() -> Object {
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .format(Some(SchemaFormat::Custom("uri".into())))
+        .pattern(Some(upstream_url_pattern()))
+        .min_length(Some(1))
+        .max_length(Some(MAX_URL_CHARS))
+        .description(Some(
+            "Its Streamable HTTP endpoint: an absolute `http` or `https` URI (RFC 3986) with a \
+             host, without user info (credentials go in `headers`) and without a fragment; \
+             characters outside RFC 3986 percent-encoded. The host is a name (letters, digits, \
+             `_`, single hyphens; the last label starts with a letter or `_`), an IPv4 address \
+             or a bracketed IPv6 address; a port is 1 to 65535.",
+        ))
+        .examples(["https://files.example.com/mcp"])
+        .build()
+}
+
+/// The schema of `upstream.headers`: what [`check_upstream`] accepts.
+fn upstream_headers_schema() -> Object {
+    let name = ObjectBuilder::new()
+        .schema_type(Type::String)
+        .min_length(Some(1))
+        .max_length(Some(MAX_HEADER_NAME_CHARS))
+        .pattern(Some(HEADER_NAME_PATTERN))
+        .extensions(keywords([(
+            "not",
+            json!({"pattern": reserved_headers_pattern()}),
+        )]));
+    let value = ObjectBuilder::new()
+        .schema_type(Type::String)
+        .max_length(Some(MAX_HEADER_VALUE_CHARS))
+        .pattern(Some(HEADER_VALUE_PATTERN));
+    ObjectBuilder::new()
+        .schema_type(Type::Object)
+        .max_properties(Some(MAX_UPSTREAM_HEADERS))
+        .property_names(Some(name))
+        .additional_properties(Some(value))
+        .description(Some(format!(
+            "Headers sent with every upstream request (for example the upstream credential). \
+             Sealed at rest, never returned, never logged. At most {MAX_UPSTREAM_HEADERS}; a \
+             name is an HTTP field name (RFC 9110 token) of at most {MAX_HEADER_NAME_CHARS} \
+             characters, none of those the MCP transport sets itself ({}), in any case; a value \
+             at most {MAX_HEADER_VALUE_CHARS} characters without control characters other than \
+             tab.",
+            RESERVED_HEADERS.join(", ")
+        )))
+        .examples([json!({"Authorization": "Bearer upstream-token"})])
+        .build()
 }
 
 /// Body of a new session.
@@ -57,7 +114,7 @@ pub struct NewSessionBody {
     pub upstream: UpstreamBody,
     /// Lifetime in seconds (default 3,600; at most the configured maximum,
     /// 86,400 unless the deployment changed it).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "pinfold_http::body::opt_integer")]
     #[schema(minimum = 1, maximum = 86400)]
     pub ttl_seconds: Option<u64>,
 }
@@ -126,9 +183,6 @@ pub struct SessionPage {
     pub next_cursor: Option<String>,
 }
 
-const MAX_HEADERS: usize = 32;
-const MAX_HEADER_BYTES: usize = 8 * 1024;
-
 fn field(pointer: String, code: &str, message: impl Into<String>) -> FieldError {
     FieldError {
         pointer,
@@ -137,84 +191,27 @@ fn field(pointer: String, code: &str, message: impl Into<String>) -> FieldError 
     }
 }
 
-/// Checks the upstream URL and headers; every problem is reported.
+/// Checks the upstream URL and headers, exactly what the body's schema
+/// states (`upstream_url_schema`, `upstream_headers_schema`); every problem
+/// is reported.
 fn check_upstream(up: &UpstreamBody, errors: &mut Vec<FieldError>) {
-    match url::Url::parse(&up.url) {
-        Err(e) => errors.push(field(
-            "/upstream/url".into(),
-            "invalid_url",
-            format!("not an absolute URL: {e}"),
-        )),
-        Ok(u) => {
-            if !matches!(u.scheme(), "http" | "https") {
-                errors.push(field(
-                    "/upstream/url".into(),
-                    "invalid_url",
-                    "the upstream must be an http or https URL",
-                ));
-            }
-            if !u.username().is_empty() || u.password().is_some() {
-                errors.push(field(
-                    "/upstream/url".into(),
-                    "invalid_url",
-                    "put upstream credentials in `headers`, not in the URL",
-                ));
-            }
-            if u.host_str().is_none_or(str::is_empty) {
-                errors.push(field(
-                    "/upstream/url".into(),
-                    "invalid_url",
-                    "the upstream URL has no host",
-                ));
-            }
-            if u.fragment().is_some() {
-                errors.push(field(
-                    "/upstream/url".into(),
-                    "invalid_url",
-                    "the upstream URL must not have a fragment",
-                ));
-            }
-        }
-    }
-    if up.url.len() > 2048 {
+    if !is_upstream_url(&up.url) {
         errors.push(field(
             "/upstream/url".into(),
-            "too_long",
-            "the upstream URL is at most 2,048 bytes",
+            "invalid_url",
+            url_problem(&up.url),
         ));
     }
-    if up.headers.len() > MAX_HEADERS {
+    if up.headers.len() > MAX_UPSTREAM_HEADERS {
         errors.push(field(
             "/upstream/headers".into(),
             "too_many",
-            format!("at most {MAX_HEADERS} upstream headers"),
-        ));
-    }
-    let total: usize = up.headers.iter().map(|(k, v)| k.len() + v.len()).sum();
-    if total > MAX_HEADER_BYTES {
-        errors.push(field(
-            "/upstream/headers".into(),
-            "too_large",
-            format!("upstream headers are at most {MAX_HEADER_BYTES} bytes in all"),
+            format!("at most {MAX_UPSTREAM_HEADERS} upstream headers"),
         ));
     }
     let mut seen = std::collections::HashSet::new();
     for (name, value) in &up.headers {
         let p = pointer_push("/upstream/headers", name);
-        if axum::http::HeaderName::from_bytes(name.as_bytes()).is_err() {
-            errors.push(field(p, "invalid_header", "not a valid HTTP header name"));
-            continue;
-        }
-        // Header names are case-insensitive: `X-Key` and `x-key` are one
-        // header, and one value would silently replace the other.
-        if !seen.insert(name.to_ascii_lowercase()) {
-            errors.push(field(
-                p,
-                "duplicate_header",
-                "the same header is given twice (names are case-insensitive)",
-            ));
-            continue;
-        }
         if is_reserved_header(name) {
             errors.push(field(
                 p,
@@ -223,14 +220,61 @@ fn check_upstream(up: &UpstreamBody, errors: &mut Vec<FieldError>) {
             ));
             continue;
         }
-        // The value is a secret: never echo it in the error.
-        if axum::http::HeaderValue::from_str(value).is_err() {
+        if !is_upstream_header_name(name) {
             errors.push(field(
                 p,
                 "invalid_header",
-                "the value has characters an HTTP header cannot carry",
+                format!(
+                    "not an HTTP header name (RFC 9110 token) of at most {MAX_HEADER_NAME_CHARS} characters"
+                ),
+            ));
+            continue;
+        }
+        // Header names are case-insensitive: `X-Key` and `x-key` are one
+        // header, and one value would silently replace the other. (JSON
+        // Schema cannot say this of an object's member names.)
+        if !seen.insert(name.to_ascii_lowercase()) {
+            errors.push(field(
+                p,
+                "duplicate_header",
+                "the same header is given twice (names are case-insensitive)",
+            ));
+            continue;
+        }
+        // The value is a secret: never echo it in the error.
+        if !is_upstream_header_value(value) {
+            errors.push(field(
+                p,
+                "invalid_header",
+                format!(
+                    "the value must be at most {MAX_HEADER_VALUE_CHARS} characters without control characters other than tab"
+                ),
             ));
         }
+    }
+}
+
+/// Why `url` is not an upstream URL, in one sentence.
+fn url_problem(url: &str) -> String {
+    let parsed = url::Url::parse(url);
+    let general = "an absolute http or https URL with a host, without user info or fragment, \
+                   characters outside RFC 3986 percent-encoded";
+    match parsed {
+        Err(e) => format!("not an absolute URL ({e}): give {general}"),
+        Ok(u) if !matches!(u.scheme(), "http" | "https") => {
+            "the upstream must be an http or https URL".into()
+        }
+        Ok(u) if !u.username().is_empty() || u.password().is_some() => {
+            "put upstream credentials in `headers`, not in the URL".into()
+        }
+        Ok(u) if u.fragment().is_some() => "the upstream URL must not have a fragment".into(),
+        Ok(_) if url.len() > MAX_URL_CHARS => {
+            format!("the upstream URL is at most {MAX_URL_CHARS} characters")
+        }
+        Ok(_) => format!(
+            "not {general}; a host name is letters, digits, `_` and single hyphens, its last \
+             label starting with a letter or `_`, and a port is 1 to 65535"
+        ),
     }
 }
 
@@ -290,10 +334,13 @@ fn open_headers(
     let Some(sealed) = &row.upstream_sealed else {
         return Ok(Vec::new());
     };
-    let plain = st.sealer.open(tenant, &row.id, sealed).map_err(|e| {
-        tracing::error!(error = %e, session = %row.id, "sealed upstream headers do not open");
-        ApiError::internal()
-    })?;
+    let plain = st
+        .sealer
+        .open(tenant, headers_context(&row.id), sealed)
+        .map_err(|e| {
+            tracing::error!(error = %e, session = %row.id, "sealed upstream headers do not open");
+            ApiError::internal()
+        })?;
     serde_json::from_slice::<Vec<(String, String)>>(&plain).map_err(|e| {
         tracing::error!(error = %e, session = %row.id, "sealed upstream headers are not JSON");
         ApiError::internal()
@@ -345,6 +392,18 @@ pub async fn open_session(
             "an exact version or `latest`",
         ));
     }
+    let tenant = scope.tenant();
+    // The egress policy first: a URL whose host is an address the policy
+    // refuses, in any spelling a URL parser reads as one (`127.1`, the
+    // decimal `2130706433`), is `upstream_not_allowed` whatever else is
+    // wrong with the body. Nothing is resolved or sent for it.
+    let rules = st.egress.rules(tenant).await?;
+    let parsed = url::Url::parse(&body.upstream.url).ok();
+    if let Some(url) = &parsed
+        && let Err(e @ EgressError::NotAllowed) = st.egress.egress.admit(&rules, url, false)
+    {
+        return Err(pinfold_http::egress::not_allowed("/upstream/url", &e));
+    }
     check_upstream(&body.upstream, &mut errors);
     let max = st.config.max_ttl.as_secs();
     let ttl = body
@@ -360,11 +419,9 @@ pub async fn open_session(
     if !errors.is_empty() {
         return Err(ApiError::validation(errors));
     }
-    let tenant = scope.tenant();
-    // The egress policy, before anything else is looked at: a refused
-    // destination is refused whatever the server and version.
-    let rules = st.egress.rules(tenant).await?;
-    let url = url::Url::parse(&body.upstream.url).map_err(|_| {
+    // Then the name resolved and every address judged, and the rule for
+    // credentials over plain http.
+    let url = parsed.ok_or_else(|| {
         pinfold_http::egress::not_allowed("/upstream/url", &EgressError::InvalidUrl)
     })?;
     st.egress
@@ -402,10 +459,14 @@ pub async fn open_session(
     } else {
         let pairs: Vec<(&String, &String)> = body.upstream.headers.iter().collect();
         let plain = serde_json::to_vec(&pairs).map_err(|_| ApiError::internal())?;
-        Some(st.sealer.seal(tenant, &id, &plain).map_err(|e| {
-            tracing::error!(error = %e, "sealing upstream headers failed");
-            ApiError::internal()
-        })?)
+        Some(
+            st.sealer
+                .seal(tenant, headers_context(&id), &plain)
+                .map_err(|e| {
+                    tracing::error!(error = %e, "sealing upstream headers failed");
+                    ApiError::internal()
+                })?,
+        )
     };
     let created_at = now();
     let row = SessionRow {

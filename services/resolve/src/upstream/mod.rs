@@ -56,4 +56,9 @@ pub(crate) use connection::Connection;
 pub(crate) use error::FetchError;
 pub(crate) use handler::ListChangedHook;
 pub(crate) use pool::Pool;
-pub use target::{TargetError, UpstreamTarget, is_reserved_header};
+pub use target::{
+    HEADER_NAME_PATTERN, HEADER_VALUE_PATTERN, MAX_HEADER_NAME_CHARS, MAX_HEADER_VALUE_CHARS,
+    MAX_UPSTREAM_HEADERS, MAX_URL_CHARS, RESERVED_HEADERS, TargetError, UpstreamTarget,
+    is_reserved_header, is_upstream_header_name, is_upstream_header_value, is_upstream_url,
+    reserved_headers_pattern, upstream_url_pattern,
+};

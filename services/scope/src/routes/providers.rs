@@ -17,7 +17,7 @@ use crate::model::{
     is_scope_token, ptr,
 };
 use crate::oauth::{DiscoveryError, Outbound, discover, provider_url};
-use crate::state::{ScopeState, now};
+use crate::state::{ScopeState, now, secret_context};
 use crate::store::{AuditNote, Expect, ProviderWrite};
 
 /// Path of a provider.
@@ -37,11 +37,6 @@ const MAX_HIERARCHY: usize = 2000;
 fn etag(rev: i64) -> HeaderValue {
     HeaderValue::from_str(&format!("\"r{rev}\""))
         .unwrap_or_else(|_| HeaderValue::from_static("\"r0\""))
-}
-
-/// The sealing context of a provider's client secret.
-pub fn secret_context(provider: &str) -> String {
-    format!("provider:{provider}")
 }
 
 /// Read a provider profile (role `admin`). Never returns the client

@@ -73,6 +73,7 @@ pub fn config_keys() -> Vec<String> {
     };
     // Secrets are never serialised, but may come from the environment.
     keys.push("encryption_key".into());
+    keys.push("encryption_keys_old".into());
     keys.push("database_owner_url".into());
     keys
 }
@@ -217,6 +218,93 @@ roles = ["reader", "client"]
             "match = { repository_owner = \"acme\" }\ntenant = \"acme\"\nroles = [\"reader\"]\nrole = \"admin\"",
         );
         assert!(e.contains("unknown field: found `role`"), "{e}");
+    }
+
+    #[test]
+    fn old_encryption_keys_load_as_a_list_or_commas_and_are_checked_by_position() {
+        use base64::Engine as _;
+        let key = |b: u8| base64::engine::general_purpose::STANDARD.encode([b; 32]);
+        let (k1, k2, k3) = (key(1), key(2), key(3));
+        let dev = "dev = true\n";
+        let cfg = load_toml(&format!(
+            "{dev}encryption_key = \"{k3}\"\nencryption_keys_old = [\"{k1}\", \"{k2}\"]\n"
+        ))
+        .unwrap();
+        assert_eq!(cfg.encryption_keys_old, [k1.clone(), k2.clone()]);
+        // One comma-separated string, as PINFOLD_ENCRYPTION_KEYS_OLD holds it.
+        let commas = load_toml(&format!(
+            "{dev}encryption_key = \"{k3}\"\nencryption_keys_old = \"{k1}, {k2}\"\n"
+        ))
+        .unwrap();
+        assert_eq!(commas.encryption_keys_old, cfg.encryption_keys_old);
+        let ring = crate::registry_wiring::keyring(&cfg).unwrap();
+        let kid = |b: u8| {
+            pinfold_registry::keys::Keyring::new(&[b; 32])
+                .unwrap()
+                .current_kid()
+                .to_owned()
+        };
+        assert_eq!(ring.current_kid(), kid(3));
+        assert_eq!(ring.old_kids().collect::<Vec<_>>(), [kid(1), kid(2)]);
+        // Secrets: never serialised, but settable from the environment.
+        let shown = serde_json::to_string(&cfg).unwrap();
+        assert!(!shown.contains(&k1) && !shown.contains(&k3), "{shown}");
+        assert!(config_keys().contains(&"encryption_keys_old".to_owned()));
+        // A bad or repeated old key is named by position, never shown.
+        for (old, want) in [
+            (
+                format!("[\"{k1}\", \"c2hvcnQ=\"]"),
+                "encryption_keys_old[1]: the encryption key must be 32 bytes",
+            ),
+            (
+                format!("[\"{k3}\"]"),
+                "encryption_keys_old[0]: encryption key ",
+            ),
+        ] {
+            let cfg = load_toml(&format!(
+                "{dev}encryption_key = \"{k3}\"\nencryption_keys_old = {old}\n"
+            ))
+            .unwrap();
+            let e = format!("{:#}", crate::registry_wiring::keyring(&cfg).err().unwrap());
+            assert!(e.starts_with(want), "{e}");
+            assert!(!e.contains(&k1) && !e.contains(&k3), "{e}");
+        }
+    }
+
+    #[test]
+    fn metrics_protection_loads_from_toml_and_is_checked() {
+        let cfg = load_toml(
+            "[metrics]\ntoken = \"0123456789abcdef0123\"\nallow_from = [\"10.0.0.0/8\", \"::1\"]\n",
+        )
+        .unwrap();
+        assert_eq!(cfg.metrics.allow_from, ["10.0.0.0/8", "::1"]);
+        let access = cfg.metrics.access().unwrap();
+        assert!(access.needs_token() && access.allow_from().len() == 2);
+        assert!(
+            !format!("{cfg:?}").contains("0123456789abcdef0123"),
+            "the token never shows"
+        );
+        // One comma-separated string works as in the environment.
+        let cfg = load_toml("[metrics]\nallow_from = \"127.0.0.1, 10.0.0.0/8\"\n").unwrap();
+        assert_eq!(cfg.metrics.allow_from, ["127.0.0.1", "10.0.0.0/8"]);
+        assert!(Config::default().metrics.access().unwrap().is_open());
+        for (text, want) in [
+            (
+                "[metrics]\nallow_from = [\"nope\"]",
+                "metrics.allow_from[0]",
+            ),
+            (
+                "[metrics]\ntoken = \"short\"",
+                "metrics.token: the scrape token must be",
+            ),
+            (
+                "[metrics]\ntokn = \"0123456789abcdef0123\"",
+                "unknown field",
+            ),
+        ] {
+            let e = format!("{:#}", load_toml(text).unwrap_err());
+            assert!(e.contains(want), "{text}: {e}");
+        }
     }
 
     #[test]

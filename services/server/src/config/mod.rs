@@ -12,6 +12,7 @@
 //! | `rate_limits` | `[rate_limits]`: token buckets per route class, and the limiter they describe |
 //! | `egress` | `[egress]`: loopback for development, the allow-list of the server's own requests, how many HTTP clients are kept |
 //! | `connections` | `[connections]`: header read timeout, most open connections |
+//! | `metrics` | `[metrics]`: who may scrape `/metrics` (token, client address ranges) |
 //! | `database` | which database `database_url` names, the owner URL beside it, `[postgres]`, and password redaction for messages |
 //!
 //! `[telemetry]` is [`crate::telemetry`]'s and `[limits]` is
@@ -23,6 +24,7 @@ mod connections;
 mod database;
 mod egress;
 mod load;
+mod metrics;
 mod rate_limits;
 mod resolve;
 mod root;
@@ -32,6 +34,7 @@ pub use connections::ConnectionSettings;
 pub use database::{Backend, PostgresConfig, redact_url};
 pub use egress::EgressSettings;
 pub use load::{Overrides, config_keys, unknown_env_vars};
+pub use metrics::MetricsSettings;
 pub use rate_limits::{ClassLimits, RateLimitSettings};
 pub use resolve::ResolveSettings;
 pub use root::Config;

@@ -15,6 +15,7 @@ use super::auth::AuthConfig;
 use super::connections::ConnectionSettings;
 use super::database::{Backend, PostgresConfig};
 use super::egress::EgressSettings;
+use super::metrics::MetricsSettings;
 use super::rate_limits::RateLimitSettings;
 use super::resolve::ResolveSettings;
 use crate::services::Service;
@@ -62,10 +63,20 @@ pub struct Config {
     pub shutdown_grace_secs: u64,
     /// `text` or `json`.
     pub log_format: String,
-    /// 32 random bytes, base64: seals the tenants' attestation keys at rest.
+    /// The current encryption key, 32 random bytes in base64: every secret
+    /// stored from now on (attestation keys, upstream headers, client
+    /// secrets, PKCE verifiers) is sealed under keys derived from it.
     /// Required outside dev mode (dev mode keeps one in the data directory).
+    /// A secret: never serialised.
     #[serde(default, skip_serializing)]
     pub encryption_key: Option<String>,
+    /// Earlier encryption keys, base64 like `encryption_key`: what was
+    /// sealed under them still opens, nothing new is sealed under them, and
+    /// `pinfold keys reseal` moves it under `encryption_key`. A list, or one
+    /// comma-separated string (`PINFOLD_ENCRYPTION_KEYS_OLD`). Secrets:
+    /// never serialised.
+    #[serde(default, skip_serializing, deserialize_with = "list_or_commas")]
+    pub encryption_keys_old: Vec<String>,
     /// Token verification.
     pub auth: AuthConfig,
     /// PostgreSQL pool.
@@ -93,6 +104,10 @@ pub struct Config {
     /// allow-list of the server's own requests.
     #[serde(default)]
     pub egress: EgressSettings,
+    /// Who may scrape `/metrics` (`[metrics]`): a bearer token, client
+    /// address ranges. Nothing set: anyone.
+    #[serde(default)]
+    pub metrics: MetricsSettings,
 }
 
 impl Default for Config {
@@ -110,6 +125,7 @@ impl Default for Config {
             shutdown_grace_secs: 20,
             log_format: "text".into(),
             encryption_key: None,
+            encryption_keys_old: Vec::new(),
             database_owner_url: None,
             auth: AuthConfig {
                 leeway_secs: 30,
@@ -127,6 +143,7 @@ impl Default for Config {
             rate_limits: RateLimitSettings::default(),
             connections: ConnectionSettings::default(),
             egress: EgressSettings::default(),
+            metrics: MetricsSettings::default(),
         }
     }
 }
@@ -159,6 +176,7 @@ impl Config {
         self.rate_limits.validate()?;
         self.connections.validate()?;
         self.egress.validate()?;
+        self.metrics.validate()?;
         let l = &self.limits;
         for (name, value) in [
             ("max_document_bytes", l.max_document_bytes),
@@ -234,7 +252,9 @@ impl Config {
 
 /// A list of strings, or one string of comma-separated items (what an
 /// environment variable can hold).
-fn list_or_commas<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+pub(super) fn list_or_commas<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Vec<String>, D::Error> {
     #[derive(Deserialize)]
     #[serde(untagged)]
     enum ListOrCommas {
