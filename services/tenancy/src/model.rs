@@ -101,21 +101,39 @@ pub struct PolicyOverrides {
 /// blocks (what `pinfold_egress::AllowList::parse` accepts; the pattern
 /// states the characters, the server checks the form of each entry).
 fn egress_allow_schema() -> Schema {
-    utoipa::openapi::schema::ArrayBuilder::new()
-        .items(
-            ObjectBuilder::new()
-                .schema_type(Type::String)
-                .min_length(Some(1))
+    use utoipa::openapi::schema::{AnyOfBuilder, ArrayBuilder, KnownFormat, SchemaFormat};
+    let text = || ObjectBuilder::new().schema_type(Type::String);
+    let entry = AnyOfBuilder::new()
+        .item(
+            text()
                 .max_length(Some(253))
-                .pattern(Some(r"^(\*\.)?[A-Za-z0-9_.:/\[\]-]+$")),
+                .pattern(Some(EGRESS_HOST_PATTERN))
+                .description(Some("A host name, or `*.` and a name: any name below it")),
         )
+        .item(text().format(Some(SchemaFormat::KnownFormat(KnownFormat::Ipv4))))
+        .item(
+            text()
+                .pattern(Some(EGRESS_CIDR4_PATTERN))
+                .description(Some("An IPv4 CIDR block")),
+        )
+        .item(text().format(Some(SchemaFormat::KnownFormat(KnownFormat::Ipv6))));
+    ArrayBuilder::new()
+        .items(entry)
         .max_items(Some(64))
         .description(Some(
-            "Where this tenant's outbound requests (session upstreams, identity providers) may go besides public addresses: host names (`notes.internal.example`), `*.suffix` patterns, IP addresses and CIDR blocks (`10.20.0.0/16`). Credentials travel over plain `http` only to hosts named here. At most 64 entries.",
+            "Where this tenant's outbound requests (session upstreams, identity providers) may go besides public addresses: host names (`notes.internal.example`), `*.suffix` patterns, IP addresses and CIDR blocks (`10.20.0.0/16`; IPv6 blocks too). Credentials travel over plain `http` only to hosts named here. At most 64 entries.",
         ))
         .examples([serde_json::json!(["notes.internal.example", "*.corp.example", "10.20.0.0/16"])])
         .into()
 }
+
+/// A host name of `egress_allow` (optionally `*.` before it): labels of
+/// letters, digits, `_` and inner hyphens, at most 63 each, the last one
+/// starting with a letter or `_` (so that no address passes for a name).
+pub const EGRESS_HOST_PATTERN: &str = r"^(\*\.)?([A-Za-z0-9_]([A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?\.)*[A-Za-z_]([A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?\.?$";
+
+/// An IPv4 CIDR block of `egress_allow`.
+pub const EGRESS_CIDR4_PATTERN: &str = r"^((25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])\.){3}(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])/(3[0-2]|[12]?[0-9])$";
 
 /// A tenant's policy.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
@@ -135,7 +153,7 @@ pub struct Policy {
     /// CIDR blocks (`10.20.0.0/16`). Credentials travel over plain `http`
     /// only to hosts named here. At most 64 entries.
     #[serde(default)]
-    #[schema(max_items = 64, value_type = Vec<String>, example = json!(["notes.internal.example", "*.corp.example", "10.20.0.0/16"]))]
+    #[schema(schema_with = egress_allow_schema)]
     pub egress_allow: Vec<String>,
 }
 
@@ -346,6 +364,22 @@ pub struct AuditFilter {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Every host name or IPv4 block the schema's patterns admit is an
+        /// entry the server accepts (the schema never promises more than
+        /// the handler keeps).
+        #[test]
+        fn every_entry_the_patterns_admit_parses(
+            host in proptest::string::string_regex(EGRESS_HOST_PATTERN.trim_start_matches('^').trim_end_matches('$')).unwrap(),
+            cidr in proptest::string::string_regex(EGRESS_CIDR4_PATTERN.trim_start_matches('^').trim_end_matches('$')).unwrap(),
+        ) {
+            prop_assume!(host.len() <= 253);
+            prop_assert!(pinfold_egress::AllowList::parse([host.as_str()]).is_ok(), "{}", host);
+            prop_assert!(pinfold_egress::AllowList::parse([cidr.as_str()]).is_ok(), "{}", cidr);
+        }
+    }
 
     fn policy(default: Mode, overrides: &[(&str, Option<Mode>)]) -> Policy {
         Policy {
