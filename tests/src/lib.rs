@@ -406,12 +406,18 @@ fn app_router(
     let registry =
         pinfold_server::registry_wiring::registry_state(store, keyring.clone(), cfg.limits.clone());
     let scope = pinfold_server::scope_wiring::scope_state(store, &registry, keyring, egress);
-    let resolve =
-        pinfold_server::resolve_wiring::resolve_state(store, &registry, &cfg.resolve, egress);
+    let policies = pinfold_server::policy_cache::PolicyCache::new(store.tenants());
+    let resolve = pinfold_server::resolve_wiring::resolve_state(
+        store,
+        &registry,
+        &cfg.resolve,
+        egress,
+        &policies,
+    );
     pinfold_server::resolve_wiring::spawn_change_listener(store, &registry, &resolve);
     app::build_for(
         AppContext {
-            tenants: store.tenants(),
+            tenants: pinfold_server::policy_cache::Announcing::wrap(store.tenants(), &policies),
             registry,
             resolve,
             scope,

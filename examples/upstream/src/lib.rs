@@ -122,6 +122,9 @@ pub struct Switches {
     pub catalog: bool,
     /// Answer every list in pages of this many items, with `nextCursor`.
     pub page_size: Option<usize>,
+    /// Offer no way to hear of tool list changes: no `tools.listChanged`
+    /// capability, and `subscriptions/listen` refused.
+    pub no_list_changed: bool,
 }
 
 impl Switches {
@@ -484,7 +487,7 @@ impl ServerHandler for Handler {
     fn get_info(&self) -> InitializeResult {
         let mut caps = ServerCapabilities::default();
         let mut tools = ToolsCapability::default();
-        tools.list_changed = Some(true);
+        tools.list_changed = (!self.shared.switches().no_list_changed).then_some(true);
         caps.tools = Some(tools);
         if self.shared.switches().catalog {
             caps.prompts = Some(PromptsCapability::default());
@@ -607,6 +610,9 @@ impl ServerHandler for Handler {
         &self,
         requested: &SubscriptionFilter,
     ) -> Option<SubscriptionFilter> {
+        if self.shared.switches().no_list_changed {
+            return None;
+        }
         let mut accepted = SubscriptionFilter::default();
         accepted.tools_list_changed = requested.tools_list_changed;
         Some(accepted)
@@ -953,6 +959,7 @@ impl Cli {
             require_header: self.require_header.clone(),
             catalog: self.catalog,
             page_size: self.page_size.map(|n| n as usize),
+            no_list_changed: false,
         }
     }
 }

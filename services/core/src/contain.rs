@@ -99,6 +99,20 @@ impl Mode {
     /// Every mode, strictest first.
     pub const ALL: [Mode; 3] = [Mode::Strict, Mode::Permissive, Mode::Advisory];
 
+    /// The stricter of two modes (strict, then permissive, then advisory).
+    pub fn stricter(self, other: Mode) -> Mode {
+        let rank = |m: Mode| match m {
+            Mode::Strict => 0,
+            Mode::Permissive => 1,
+            Mode::Advisory => 2,
+        };
+        if rank(other) < rank(self) {
+            other
+        } else {
+            self
+        }
+    }
+
     /// The wire spelling.
     pub fn as_str(self) -> &'static str {
         match self {

@@ -7,6 +7,11 @@
 //! admitting at most one job per available core at a time (further jobs wait
 //! their turn), so CPU-heavy requests queue among themselves while cheap
 //! requests keep flowing.
+//!
+//! The permit travels into the blocking job and is released when the job
+//! ends, not when its caller stops waiting: a request cancelled while its
+//! job runs (the client hung up, a timeout fired) does not free a slot for
+//! another job while its own still occupies a core.
 
 use std::sync::OnceLock;
 
@@ -35,13 +40,20 @@ where
 }
 
 /// [`offload`] admitting at most as many jobs as `permits` holds.
-async fn offload_on<T, F>(permits: &Semaphore, work: F) -> Result<T, ApiError>
+async fn offload_on<T, F>(permits: &'static Semaphore, work: F) -> Result<T, ApiError>
 where
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,
 {
-    let _permit = permits.acquire().await.map_err(|_| ApiError::internal())?;
-    tokio::task::spawn_blocking(work).await.map_err(|e| {
+    let permit = permits.acquire().await.map_err(|_| ApiError::internal())?;
+    tokio::task::spawn_blocking(move || {
+        // Held by the job itself: dropping the caller's future after this
+        // point leaves the slot taken until the work is done.
+        let _permit = permit;
+        work()
+    })
+    .await
+    .map_err(|e| {
         tracing::error!(error = %e, "CPU-bound task failed");
         ApiError::internal()
     })
@@ -95,6 +107,74 @@ mod tests {
             j.await.unwrap().unwrap();
         }
         assert_eq!(peak.load(Ordering::SeqCst), PERMITS);
+        assert_eq!(
+            permits.available_permits(),
+            PERMITS,
+            "every permit returned"
+        );
+    }
+
+    /// Callers that give up while their job runs (a timeout, a client that
+    /// hung up) do not let more jobs run than there are permits: each
+    /// blocking job keeps its permit until it ends. With the permit held
+    /// by the caller's frame instead, every cancelled caller would admit
+    /// one more job next to its own still running one, and the peak would
+    /// exceed the bound.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn cancelled_callers_do_not_free_their_job_slots() {
+        const PERMITS: usize = 2;
+        let permits: &'static Semaphore = Box::leak(Box::new(Semaphore::new(PERMITS)));
+        let running = Arc::new(AtomicUsize::new(0));
+        let peak = Arc::new(AtomicUsize::new(0));
+        let finished = Arc::new(AtomicUsize::new(0));
+        let job =
+            |running: Arc<AtomicUsize>, peak: Arc<AtomicUsize>, finished: Arc<AtomicUsize>| {
+                move || {
+                    let now = running.fetch_add(1, Ordering::SeqCst) + 1;
+                    peak.fetch_max(now, Ordering::SeqCst);
+                    std::thread::sleep(Duration::from_millis(40));
+                    peak.fetch_max(running.load(Ordering::SeqCst), Ordering::SeqCst);
+                    running.fetch_sub(1, Ordering::SeqCst);
+                    finished.fetch_add(1, Ordering::SeqCst);
+                }
+            };
+        // Every caller waits 5 ms, far less than its job takes, then gives
+        // up: its future (and, before the fix, its permit) is dropped.
+        let callers: Vec<_> = (0..6 * PERMITS)
+            .map(|_| {
+                let work = job(running.clone(), peak.clone(), finished.clone());
+                tokio::spawn(async move {
+                    let _ =
+                        tokio::time::timeout(Duration::from_millis(5), offload_on(permits, work))
+                            .await;
+                })
+            })
+            .collect();
+        for c in callers {
+            c.await.unwrap();
+        }
+        // Then callers that wait for their result.
+        let waiting: Vec<_> = (0..2 * PERMITS)
+            .map(|_| {
+                tokio::spawn(offload_on(
+                    permits,
+                    job(running.clone(), peak.clone(), finished.clone()),
+                ))
+            })
+            .collect();
+        for w in waiting {
+            w.await.unwrap().unwrap();
+        }
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while permits.available_permits() < PERMITS && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        assert!(
+            peak.load(Ordering::SeqCst) <= PERMITS,
+            "{} jobs ran at once with {PERMITS} permits",
+            peak.load(Ordering::SeqCst)
+        );
+        assert!(finished.load(Ordering::SeqCst) >= 2 * PERMITS);
         assert_eq!(
             permits.available_permits(),
             PERMITS,

@@ -136,11 +136,17 @@ impl PreparedTool {
         };
         let mut errors = ValidationErrors::new();
         for e in validator.iter_errors(arguments).take(32) {
-            errors.push(
-                e.instance_path().as_str().to_owned(),
-                "invalid_argument",
-                e.to_string(),
-            );
+            let (code, message) = match e.kind() {
+                jsonschema::error::ValidationErrorKind::BacktrackLimitExceeded { .. } => (
+                    "pattern_too_costly",
+                    format!(
+                        "the declared inputSchema's pattern needs more than {BACKTRACK_LIMIT} \
+                         backtracking steps on this value; the value is refused"
+                    ),
+                ),
+                _ => ("invalid_argument", e.to_string()),
+            };
+            errors.push(e.instance_path().as_str().to_owned(), code, message);
         }
         errors.into_result(())
     }
@@ -157,44 +163,228 @@ impl PreparedTool {
     /// `tool` (members it omits filled from the declared tool), or, for an
     /// annotations-only answer (the extension's complete result or
     /// `tools/annotations`), the declared tool carrying the resolved
-    /// `annotations` and `_meta` members.
-    pub fn served_tool(&self, result: Value) -> Value {
+    /// `annotations` and `_meta` members. The declared tool is shared, not
+    /// copied: what the answer holds of its own is only what differs.
+    pub fn served_tool(&self, result: Value) -> ServedTool {
         let Value::Object(mut result) = result else {
-            return Value::clone(&self.worst_case);
+            return ServedTool::declared(self.worst_case.clone());
         };
-        let declared = self.worst_case.as_object();
-        if let Some(Value::Object(mut t)) = result.remove("tool") {
-            for (k, v) in declared.into_iter().flatten() {
-                if k != "annotations" && !t.contains_key(k) {
-                    t.insert(k.clone(), v.clone());
-                }
-            }
-            return Value::Object(t);
+        if let Some(Value::Object(t)) = result.remove("tool") {
+            return ServedTool {
+                declared: self.worst_case.clone(),
+                own: Some(Arc::new(t)),
+                declared_annotations: false,
+            };
         }
-        let mut out = Value::clone(&self.worst_case);
-        let Some(o) = out.as_object_mut() else {
-            return out;
-        };
+        let mut own = Map::new();
         if let Some(a) = result.remove("annotations") {
-            o.insert("annotations".into(), a);
+            own.insert("annotations".into(), a);
         }
         if let Some(Value::Object(m)) = result.remove("_meta") {
-            let meta = o
-                .entry("_meta")
-                .or_insert_with(|| Value::Object(Map::new()));
-            if let Some(meta) = meta.as_object_mut() {
-                meta.extend(m);
-            }
+            let mut meta = match self.worst_case.get("_meta") {
+                Some(Value::Object(d)) => d.clone(),
+                _ => Map::new(),
+            };
+            meta.extend(m);
+            own.insert("_meta".into(), Value::Object(meta));
         }
-        out
+        ServedTool {
+            declared: self.worst_case.clone(),
+            own: (!own.is_empty()).then(|| Arc::new(own)),
+            declared_annotations: true,
+        }
     }
 }
 
+/// A tool as served: the declared tool (shared with the prepared
+/// signature) with the members an upstream answer replaced. Cloning it
+/// copies no JSON; it serializes as the one object it stands for, members
+/// in the same order as a `Value` of it would.
+#[derive(Debug, Clone)]
+pub struct ServedTool {
+    declared: Arc<Value>,
+    /// Members of the answer's own, shown instead of the declared ones.
+    own: Option<Arc<Map<String, Value>>>,
+    /// Whether the declared `annotations` show when `own` has none (an
+    /// annotations-only answer that left them out); a seed `tool` never
+    /// inherits them.
+    declared_annotations: bool,
+}
+
+static NULL: Value = Value::Null;
+
+impl ServedTool {
+    /// The declared tool as it is (a static tool, or a fallback).
+    pub fn declared(declared: Arc<Value>) -> ServedTool {
+        ServedTool {
+            declared,
+            own: None,
+            declared_annotations: true,
+        }
+    }
+
+    fn shows_declared(&self, key: &str) -> bool {
+        (self.declared_annotations || key != "annotations")
+            && !self.own.as_ref().is_some_and(|o| o.contains_key(key))
+    }
+
+    /// One member of the served tool.
+    pub fn get(&self, key: &str) -> Option<&Value> {
+        if let Some(v) = self.own.as_ref().and_then(|o| o.get(key)) {
+            return Some(v);
+        }
+        if !self.shows_declared(key) {
+            return None;
+        }
+        self.declared.get(key)
+    }
+
+    /// Every member, in key order (the order a `Value` of it would have).
+    pub fn members(&self) -> impl Iterator<Item = (&String, &Value)> {
+        let own = self.own.as_deref().into_iter().flatten();
+        let declared = self
+            .declared
+            .as_object()
+            .into_iter()
+            .flatten()
+            .filter(move |(k, _)| self.shows_declared(k));
+        Merged {
+            a: own.peekable(),
+            b: declared.peekable(),
+        }
+    }
+
+    /// The served tool as one JSON value (a copy).
+    pub fn to_value(&self) -> Value {
+        Value::Object(
+            self.members()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+        )
+    }
+
+    /// Heap bytes this served tool holds of its own, beyond the shared
+    /// declared tool: what a cache entry of it keeps alive.
+    pub fn own_heap_bytes(&self) -> usize {
+        self.own.as_deref().map_or(0, |m| {
+            std::mem::size_of::<Map<String, Value>>()
+                + 2 * std::mem::size_of::<usize>()
+                + heap::map(m)
+        })
+    }
+}
+
+impl std::ops::Index<&str> for ServedTool {
+    type Output = Value;
+    fn index(&self, key: &str) -> &Value {
+        self.get(key).unwrap_or(&NULL)
+    }
+}
+
+impl PartialEq for ServedTool {
+    fn eq(&self, other: &Self) -> bool {
+        self.members().eq(other.members())
+    }
+}
+
+impl serde::Serialize for ServedTool {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_map(self.members())
+    }
+}
+
+/// Two key-ordered member sequences merged in key order (a key is in at
+/// most one of them).
+struct Merged<A: Iterator, B: Iterator> {
+    a: std::iter::Peekable<A>,
+    b: std::iter::Peekable<B>,
+}
+
+impl<'v, A, B> Iterator for Merged<A, B>
+where
+    A: Iterator<Item = (&'v String, &'v Value)>,
+    B: Iterator<Item = (&'v String, &'v Value)>,
+{
+    type Item = (&'v String, &'v Value);
+    fn next(&mut self) -> Option<Self::Item> {
+        let from_a = match (self.a.peek(), self.b.peek()) {
+            (Some((ka, _)), Some((kb, _))) => ka <= kb,
+            (Some(_), None) => true,
+            (None, _) => false,
+        };
+        if from_a { self.a.next() } else { self.b.next() }
+    }
+}
+
+/// What JSON values hold on the heap, counted from how `serde_json`
+/// stores them (a `BTreeMap` per object, a `Vec` per array, a `String` per
+/// string); used to weigh what a cache entry keeps alive.
+pub mod heap {
+    use serde_json::{Map, Value};
+
+    /// Bytes of one `BTreeMap<String, Value>` node: a leaf holds up to
+    /// eleven keys and values plus its parent link, an internal node also
+    /// twelve child pointers.
+    const LEAF: usize = 8 + 2 + 2 + 4 + 11 * 24 + 11 * 32;
+    const INTERNAL: usize = LEAF + 12 * 8;
+
+    /// Heap bytes of `v`'s children (not of `v` itself, which lives in its
+    /// parent).
+    pub fn value(v: &Value) -> usize {
+        match v {
+            Value::String(s) => s.capacity(),
+            Value::Array(a) => {
+                a.capacity() * std::mem::size_of::<Value>() + a.iter().map(value).sum::<usize>()
+            }
+            Value::Object(m) => map(m),
+            _ => 0,
+        }
+    }
+
+    /// Heap bytes of a map's nodes, keys and values.
+    pub fn map(m: &Map<String, Value>) -> usize {
+        let n = m.len();
+        let nodes = match n {
+            0 => 0,
+            1..=11 => LEAF,
+            _ => {
+                // Nodes are between half and fully filled; filled in key
+                // order (as parsers and `collect` do) they hold about
+                // eight entries on average.
+                let leaves = n.div_ceil(8);
+                leaves * LEAF + leaves.div_ceil(6) * INTERNAL
+            }
+        };
+        nodes
+            + m.iter()
+                .map(|(k, v)| k.capacity() + value(v))
+                .sum::<usize>()
+    }
+}
+
+/// Backtracking steps one `pattern` match may take. Patterns without
+/// look-around or back-references never backtrack (fancy-regex hands them
+/// to the `regex` crate's automata, linear in the input); the others are
+/// cut off here instead of running for minutes on a hostile input such as
+/// `(a+)+$` against `aaaa…b`.
+pub const BACKTRACK_LIMIT: usize = 100_000;
+
+/// Compiled size one `pattern` may reach (bytes), and the lazy DFA's
+/// cache: a schema cannot make a single regex take more memory than this.
+pub const PATTERN_SIZE_LIMIT: usize = 1 << 20;
+
 /// Compiles a tool's `inputSchema` (an empty schema when it declares
-/// none); the error's text when it cannot be compiled.
+/// none) with bounded pattern matching; the error's text when it cannot be
+/// compiled.
 fn compile(input_schema: Option<&Value>) -> Result<jsonschema::Validator, String> {
     let empty = Value::Object(Map::new());
     jsonschema::options()
+        .with_pattern_options(
+            jsonschema::PatternOptions::fancy_regex()
+                .backtrack_limit(BACKTRACK_LIMIT)
+                .size_limit(PATTERN_SIZE_LIMIT)
+                .dfa_size_limit(PATTERN_SIZE_LIMIT),
+        )
         .build(input_schema.unwrap_or(&empty))
         .map_err(|e| e.to_string())
 }
@@ -204,23 +394,72 @@ fn compile(input_schema: Option<&Value>) -> Result<jsonschema::Validator, String
 pub struct PreparedSignature {
     digest: String,
     tools: HashMap<String, PreparedTool>,
+    heap_bytes: usize,
 }
+
+impl PreparedTool {
+    /// Heap bytes this prepared tool holds, from what it holds: its name,
+    /// its worst case, the one-tool signature its checks run against (the
+    /// declared tool: its raw JSON and the members parsed from it), and
+    /// the compiled input-schema validator, which holds about
+    /// [`VALIDATOR_FACTOR`] times the schema's own bytes.
+    fn heap_bytes(&self, declared: &SignatureTool) -> usize {
+        let parsed =
+            |v: Option<&Value>| v.map_or(0, |v| heap::value(v) + std::mem::size_of::<Value>());
+        std::mem::size_of::<PreparedTool>()
+            + self.name.capacity()
+            + 2 * std::mem::size_of::<usize>()
+            + std::mem::size_of::<Value>()
+            + heap::value(&self.worst_case)
+            + std::mem::size_of::<SignatureTool>()
+            + heap::value(&declared.raw)
+            + declared.name.capacity()
+            + declared.title.as_ref().map_or(0, String::capacity)
+            + declared.description.as_ref().map_or(0, String::capacity)
+            + parsed(declared.input_schema.as_ref())
+            + parsed(declared.output_schema.as_ref())
+            + declared.possibilities.capacity() * 64
+            + VALIDATOR_OVERHEAD
+            + VALIDATOR_FACTOR * declared.input_schema.as_ref().map_or(0, heap::value)
+    }
+}
+
+/// Bytes of a compiled validator for an empty schema (measured).
+const VALIDATOR_OVERHEAD: usize = 2048;
+/// Bytes a compiled validator holds per byte of its schema's JSON tree
+/// (measured on real tool lists; the `weights` tests check the bound).
+const VALIDATOR_FACTOR: usize = 3;
 
 impl PreparedSignature {
     /// Prepares the published card document (validated under `limits`),
     /// compiling every tool's input schema.
     pub fn new(card_document: &Value, limits: &Limits) -> Result<Self, ValidationErrors> {
         let card = ServerCard::from_value(card_document, limits)?;
-        let tools = card
+        let mut heap_bytes = card.digest().len();
+        let tools: HashMap<String, PreparedTool> = card
             .signature
             .tools
             .iter()
-            .map(|t| (t.name.clone(), PreparedTool::new(t)))
+            .map(|t| {
+                let p = PreparedTool::new(t);
+                heap_bytes += t.name.capacity() + p.heap_bytes(t);
+                (t.name.clone(), p)
+            })
             .collect();
+        // The table itself: a key, a value and a control byte per bucket.
+        heap_bytes += tools.capacity()
+            * (std::mem::size_of::<String>() + std::mem::size_of::<PreparedTool>() + 1);
         Ok(Self {
             digest: card.digest().to_owned(),
             tools,
+            heap_bytes,
         })
+    }
+
+    /// Heap bytes this prepared version holds (what a cache of prepared
+    /// versions weighs it by).
+    pub fn heap_bytes(&self) -> usize {
+        self.heap_bytes
     }
 
     /// The version's digest.
@@ -309,6 +548,33 @@ mod tests {
         assert!(
             t.check(&json!({"tool": {"name": "other"}}), &Limits::default())
                 .is_err()
+        );
+    }
+
+    /// A pattern with catastrophic backtracking (a back-reference makes
+    /// fancy-regex backtrack) is cut off at the limit and answered with its
+    /// own code instead of running for minutes.
+    #[test]
+    fn a_catastrophic_pattern_is_bounded_and_named() {
+        let card = json!({"name": "a.b/c", "version": "1.0.0", "signature": {"tools": [
+            {"name": "evil", "inputSchema": {"type": "object", "properties": {
+                "s": {"type": "string", "pattern": "^(a+)+\\1$"}}}},
+            {"name": "linear", "inputSchema": {"type": "object", "properties": {
+                "s": {"type": "string", "pattern": "^(a+)+$"}}}}
+        ]}});
+        let p = PreparedSignature::new(&card, &Limits::default()).unwrap();
+        let hostile = json!({"s": format!("{}b", "a".repeat(40))});
+        let e = p.tool("evil").unwrap().validate(&hostile).unwrap_err();
+        assert_eq!(e.errors[0].code, "pattern_too_costly", "{e:?}");
+        assert_eq!(e.errors[0].pointer, "/s");
+        // Without a backtracking engine the nested quantifier is linear.
+        let e = p.tool("linear").unwrap().validate(&hostile).unwrap_err();
+        assert_eq!(e.errors[0].code, "invalid_argument");
+        assert!(
+            p.tool("linear")
+                .unwrap()
+                .validate(&json!({"s": "aaaa"}))
+                .is_ok()
         );
     }
 }

@@ -11,6 +11,9 @@
 //!   the same `tools/resolve` sent straight to it over one rmcp client. The
 //!   difference is the engine's own cost on a miss (checking, coalescing,
 //!   fingerprints), without the HTTP front.
+//! - `resolve_hit_after_10k_invalidations`: `resolve_hit` again after
+//!   another tenant's 10,000 sessions were each given a state and ended
+//!   (10,000 invalidations); it should not differ from `resolve_hit`.
 
 #![allow(missing_docs)]
 
@@ -102,6 +105,37 @@ fn benches(c: &mut Criterion) {
         .unwrap();
     assert_eq!(first.source, Source::Upstream);
     c.bench_function("resolve_hit", |b| {
+        b.iter(|| {
+            let r = rt
+                .block_on(engine.resolve(&hit_ctx, "manage_files", black_box(&read)))
+                .unwrap();
+            assert_eq!(r.source, Source::Cache);
+            r
+        })
+    });
+
+    // The same hit after another tenant's 10,000 invalidations: each of
+    // its sessions resolved once (a state, against an upstream that
+    // refuses connections) and then ended. Invalidation by generation
+    // queues nothing for later lookups, so the figure should match
+    // `resolve_hit`.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let dead = format!("http://{}/mcp", closed.local_addr().unwrap());
+    drop(closed);
+    rt.block_on(async {
+        for i in 0..10_000 {
+            let mut c = ctx(CachePolicy::Session);
+            c.tenant = TenantId::parse("flood").unwrap();
+            c.session = format!("flood-{i}");
+            c.upstream.url = dead.clone();
+            let r = engine.resolve(&c, "manage_files", &read).await.unwrap();
+            assert_eq!(r.source, Source::Fallback);
+            engine.end_session(&c.tenant, &c.session);
+        }
+    });
+    engine.run_pending_tasks();
+    assert_eq!(engine.stats().session_states, 1);
+    c.bench_function("resolve_hit_after_10k_invalidations", |b| {
         b.iter(|| {
             let r = rt
                 .block_on(engine.resolve(&hit_ctx, "manage_files", black_box(&read)))

@@ -3,10 +3,11 @@
 //! # Policy
 //!
 //! - **Bytes-weighted.** One moka cache bounded by `capacity_bytes`
-//!   (default 256 MiB); each entry weighs an estimate of what it holds (key
-//!   bytes, the served tool and findings at about twice their JSON size,
-//!   the response body rendered at the entry's first hit, and a fixed
-//!   per-entry overhead). moka's TinyLFU admission and LRU eviction
+//!   (default 256 MiB); each entry weighs what it keeps alive, measured
+//!   from what it holds ([`weigh`]): its key, the served tool's own
+//!   members (the declared tool is shared with the prepared signature, not
+//!   copied per entry), its findings, the response body its hits send
+//!   (rendered before it is cached), and a fixed per-entry overhead. moka's TinyLFU admission and LRU eviction
 //!   decide what stays when the cache is full: a burst of one-off keys does
 //!   not displace entries that are used.
 //! - **Expiry = the session's.** An entry never outlives the session that
@@ -54,7 +55,7 @@ pub const ENTRY_OVERHEAD: u32 = 400;
 pub(crate) struct Generation(AtomicU64);
 
 impl Generation {
-    const RETIRED: u64 = u64::MAX;
+    pub(crate) const RETIRED: u64 = u64::MAX;
 
     /// The generation now.
     pub(crate) fn current(&self) -> u64 {
@@ -236,6 +237,17 @@ impl ResolveCache {
         true
     }
 
+    /// Whether `tenant` has no room left for any entry (checked before an
+    /// answer's hit body is rendered, so a tenant at its share does not
+    /// have large bodies rendered only to be refused).
+    pub(crate) fn tenant_full(&self, tenant: &str) -> bool {
+        let full = self.tenant_bytes(tenant) + u64::from(ENTRY_OVERHEAD) > self.share;
+        if full {
+            self.stats.share_refusal();
+        }
+        full
+    }
+
     /// Removes the entries of `keys` now (a session that ended: its
     /// entries are already stale by generation; this gives their bytes
     /// back to the tenant's share at once).
@@ -262,19 +274,43 @@ impl ResolveCache {
     }
 }
 
-/// Bytes a hit's rendered body adds around the tool's JSON (`source`,
-/// `conformant`, empty findings, field names).
-const HIT_BODY_ENVELOPE: usize = 128;
-
-/// The weight of an entry: key bytes (held twice), the answer at about twice its
-/// JSON size (a `Value` tree costs more than its text), the body rendered
-/// at its first hit (counted from the start, so a hit never grows an
-/// entry past its weight), and the fixed per-entry overhead.
-pub(crate) fn weigh(key: &CacheKey, json: usize) -> u32 {
-    // The key twice: the cache's copy, and the one its session keeps to
-    // remove it when the session ends.
-    let w = 2 * key.heap_size() + 3 * json + HIT_BODY_ENVELOPE + ENTRY_OVERHEAD as usize;
+/// The weight of an entry: what it keeps alive, measured from what it
+/// holds. The key's bytes twice (the cache's copy, and the one its session
+/// keeps to remove it when the session ends), the answer's own bytes
+/// ([`Fetched::heap_bytes`]: its served members, findings and the hit body
+/// rendered before it is cached), and the fixed per-entry overhead.
+pub(crate) fn weigh(key: &CacheKey, fetched: &Fetched) -> u32 {
+    let w = 2 * key.heap_size() + fetched.heap_bytes() + ENTRY_OVERHEAD as usize;
     u32::try_from(w).unwrap_or(u32::MAX)
+}
+
+/// Builds what one cache entry of `answer` (an upstream answer for `tool`
+/// with `arguments`) keeps alive, as the engine does before caching it:
+/// the key twice, the checked answer with its hit body rendered. Returns
+/// its weight without the fixed [`ENTRY_OVERHEAD`] (moka's part, measured
+/// by the `cache_overhead` bench), and the parts, held until dropped, so a
+/// test can measure what they hold. `None` when the answer does not check.
+#[doc(hidden)]
+pub fn sample_entry(
+    signature: &pinfold_resolve_check::prepared::PreparedSignature,
+    tool: &str,
+    answer: serde_json::Value,
+    arguments: &serde_json::Value,
+) -> Option<(usize, Box<dyn std::any::Any + Send>)> {
+    let t = signature.tool(tool)?;
+    let report = t
+        .check(&answer, &pinfold_core::card::Limits::default())
+        .ok()?;
+    let key = CacheKey::new("acme", "session-0001", tool, arguments);
+    let fetched = Arc::new(Fetched::new(
+        t.served_tool(answer),
+        report.conformant,
+        report.violations,
+        report.notices,
+    ));
+    let _ = fetched.hit_body.set(fetched.render_hit_body());
+    let weight = weigh(&key, &fetched) as usize - ENTRY_OVERHEAD as usize;
+    Some((weight, Box::new((key.clone(), key, fetched))))
 }
 
 /// Measures the cache's overhead per entry beyond its key and value:
@@ -297,7 +333,9 @@ pub fn measure_cache_overhead(n: usize) -> Option<f64> {
             let args = serde_json::json!({"path": format!("/f/{i}"), "action": "read"});
             let key = CacheKey::new("acme", "session-0001", "manage_files", &args);
             let value = Arc::new(Fetched::new(
-                Arc::new(serde_json::json!({"name": "manage_files"})),
+                pinfold_resolve_check::prepared::ServedTool::declared(Arc::new(
+                    serde_json::json!({"name": "manage_files"}),
+                )),
                 true,
                 Vec::new(),
                 Vec::new(),

@@ -38,30 +38,28 @@
 
 use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant, SystemTime};
 
-use axum::body::Bytes;
 use futures::FutureExt as _;
 use futures::future::{BoxFuture, Shared, WeakShared};
 use pinfold_core::Mode;
 use pinfold_core::card::Limits;
-use pinfold_core::contain::{Notice, Violation};
 use pinfold_core::digest::canonical_bytes;
 use pinfold_core::error::ValidationErrors;
 use pinfold_core::ids::TenantId;
-use serde::Serialize;
 use serde_json::Value;
 use tokio::sync::watch;
 
 use crate::answer::Fetched;
 use crate::cache::{Generation, ResolveCache, weigh};
+pub use crate::resolution::{Resolution, ResolveEvent, Source};
 pub use crate::session::CachePolicy;
 use crate::stats::{FallbackReason, Stats, StatsSnapshot};
 use crate::upstream::{Connection, FetchError, ListChangedHook, Pool, UpstreamTarget};
 use pinfold_resolve_check::key::{CacheKey, fingerprint, session_prefix};
-use pinfold_resolve_check::prepared::{PreparedSignature, PreparedTool};
+use pinfold_resolve_check::prepared::{PreparedSignature, PreparedTool, ServedTool};
 
 /// Everything the engine needs to know about a session, per call.
 #[derive(Debug, Clone)]
@@ -82,72 +80,6 @@ pub struct SessionCtx {
     pub upstream: UpstreamTarget,
 }
 
-/// Where a served tool came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Source {
-    /// A cached upstream answer.
-    Cache,
-    /// An upstream answer fetched for this call (or one it waited on).
-    Upstream,
-    /// The worst case of a tool that does not resolve.
-    Static,
-    /// The worst case, because the upstream answer was unusable or refused.
-    Fallback,
-}
-
-/// Something the caller must append to the tenant's audit log.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(tag = "event", rename_all = "snake_case")]
-pub enum ResolveEvent {
-    /// Strict mode refused a non-conforming upstream answer.
-    StrictRefusal {
-        /// The tool.
-        tool: String,
-        /// Fingerprint of the call's key (the arguments are not recorded).
-        key: String,
-        /// The answer's violations.
-        violations: Vec<Violation>,
-    },
-    /// The upstream answered the same key differently within the session.
-    DeterminismViolation {
-        /// The tool.
-        tool: String,
-        /// Fingerprint of the call's key (the arguments are not recorded).
-        key: String,
-        /// Fingerprint of the answer remembered for the key.
-        previous: String,
-        /// Fingerprint of the new answer.
-        current: String,
-    },
-}
-
-/// The answer to one resolve call (the HTTP response body).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Resolution {
-    /// Always a complete tool (shared with the cache: serving a hit copies
-    /// no JSON).
-    pub tool: Arc<Value>,
-    /// Where it came from.
-    pub source: Source,
-    /// False when the upstream answer violated the signature.
-    pub conformant: bool,
-    /// The upstream answer's violations.
-    pub violations: Vec<Violation>,
-    /// The upstream answer's notices.
-    pub notices: Vec<Notice>,
-    /// Why the worst case was served (`source: fallback`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
-    /// Events the caller must append to the audit log.
-    #[serde(skip)]
-    pub events: Vec<ResolveEvent>,
-    /// This answer's JSON, when the engine has it ready (cache hits): the
-    /// handler may send these bytes instead of serializing the answer.
-    #[serde(skip)]
-    pub body: Option<Bytes>,
-}
-
 /// A call that cannot be resolved at all.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ResolveError {
@@ -157,6 +89,26 @@ pub enum ResolveError {
     /// The arguments do not satisfy the declared `inputSchema` (HTTP 422).
     #[error("arguments do not match the tool's inputSchema: {0}")]
     InvalidArguments(ValidationErrors),
+}
+
+/// How a session's cached answers learn that they are out of date.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Invalidation {
+    /// The upstream announces tool list changes: answers live as long as
+    /// the session, or until a change.
+    ListChanged,
+    /// The upstream cannot announce a change: answers live at most this
+    /// long.
+    EntryTtl(Duration),
+}
+
+impl Invalidation {
+    fn code(self) -> u8 {
+        match self {
+            Invalidation::ListChanged => 1,
+            Invalidation::EntryTtl(_) => 2,
+        }
+    }
 }
 
 /// Engine settings.
@@ -181,10 +133,18 @@ pub struct EngineConfig {
     /// new keys are not remembered.
     pub fingerprints_per_session: usize,
     /// Sessions with state (upstream connection, fingerprints) per
-    /// replica (default 16,384; the least recently used go first).
+    /// replica (default 16,384). When full, the least recently used state
+    /// is dropped (its session goes on with a new state on its next call;
+    /// a call running on the dropped state finishes on its connection).
     pub max_sessions: u64,
     /// Limits under which upstream answers are parsed.
     pub limits: Limits,
+    /// Longest life of a cached answer whose upstream offers no way to
+    /// announce a tool list change (no `tools.listChanged` on 2025-11-25, a
+    /// refused or ended `subscriptions/listen` on 2026-07-28); default 5
+    /// minutes. Answers of upstreams that can announce one live as long as
+    /// their session.
+    pub unwatched_entry_ttl: Duration,
 }
 
 impl Default for EngineConfig {
@@ -200,6 +160,7 @@ impl Default for EngineConfig {
             fingerprints_per_session: 256,
             max_sessions: 16_384,
             limits: Limits::default(),
+            unwatched_entry_ttl: Duration::from_secs(300),
         }
     }
 }
@@ -254,6 +215,9 @@ struct SessionState {
     fingerprints: Mutex<HashMap<u128, u128>>,
     backoff_until: Mutex<Option<Instant>>,
     ended: AtomicBool,
+    /// What the last upstream answer said about list changes
+    /// ([`Invalidation`] as a number: 0 not yet known).
+    invalidation: AtomicU8,
 }
 
 /// Keys a session state remembers for removal when it ends.
@@ -273,9 +237,19 @@ impl SessionState {
         }
     }
 
-    /// Ends the session's state: its entries are stale from now on (a
-    /// state dropped from the bounded state cache takes its entries with
-    /// it; they are fetched again under a new state).
+    /// Lets go of a state the bounded state cache had to drop to make room
+    /// (the least recently used one). The session goes on: its next call
+    /// builds a new state (and a new upstream connection). Its entries are
+    /// stale from now on, since list changes will arrive on the new
+    /// state's connection, not this one's. A call still running on this
+    /// state keeps its connection until it ends (the connection closes when
+    /// its last holder drops it) and its answer is served, not cached.
+    fn detach(&self) {
+        self.generation.retire();
+    }
+
+    /// Ends the session's state: the session expired or ended. Its entries
+    /// are stale from now on and its upstream connection is closed.
     fn close(&self) {
         self.ended.store(true, Ordering::SeqCst);
         self.generation.retire();
@@ -348,13 +322,26 @@ impl Engine {
     pub fn new(cfg: EngineConfig) -> Engine {
         let stats = Arc::new(Stats::default());
         let cache = ResolveCache::new(cfg.capacity_bytes, cfg.tenant_share_bytes, stats.clone());
+        // Plain LRU, not moka's default TinyLFU: admission by frequency
+        // would refuse a new session's state when the cache is full (every
+        // new session is seen once), and drop it at once. With LRU a new
+        // state is always admitted and the least recently used one goes;
+        // a state dropped for room is detached, never closed under a call
+        // that is using it.
         let sessions = moka::sync::Cache::builder()
             .max_capacity(cfg.max_sessions)
+            .eviction_policy(moka::policy::EvictionPolicy::lru())
             .expire_after(SessionExpiry)
             .eviction_listener({
                 let cache = cache.clone();
-                move |_k, v: Arc<SessionState>, _cause| {
-                    v.close();
+                let stats = stats.clone();
+                move |_k, v: Arc<SessionState>, cause| {
+                    if cause == moka::notification::RemovalCause::Size {
+                        v.detach();
+                        stats.state_evicted();
+                    } else {
+                        v.close();
+                    }
                     cache.remove_all(v.take_keys());
                 }
             })
@@ -393,11 +380,10 @@ impl Engine {
             .tool(name)
             .ok_or_else(|| ResolveError::ToolNotDeclared(name.to_owned()))?;
         let Some(method) = tool.kind().method() else {
-            tool.validate(arguments)
-                .map_err(ResolveError::InvalidArguments)?;
+            validate(ctx, tool, arguments).await?;
             inner.stats.static_answer();
             return Ok(Resolution {
-                tool: tool.worst_case_shared(),
+                tool: ServedTool::declared(tool.worst_case_shared()),
                 source: Source::Static,
                 conformant: true,
                 violations: Vec::new(),
@@ -421,8 +407,7 @@ impl Engine {
             }
             recheck = true;
         }
-        tool.validate(arguments)
-            .map_err(ResolveError::InvalidArguments)?;
+        validate(ctx, tool, arguments).await?;
         inner.stats.miss();
         let state = self.session_state(ctx);
         let backing_off = state
@@ -546,9 +531,30 @@ impl Engine {
         }
     }
 
+    /// How the session's cached answers are invalidated on this replica,
+    /// once an upstream answer has told (`None` before the first one, or
+    /// when this replica holds no state for the session).
+    pub fn invalidation(&self, tenant: &TenantId, session: &str) -> Option<Invalidation> {
+        let prefix = session_prefix(tenant.as_str(), session);
+        let state = self.inner.sessions.get(&prefix)?;
+        match state.invalidation.load(Ordering::Relaxed) {
+            1 => Some(Invalidation::ListChanged),
+            2 => Some(Invalidation::EntryTtl(self.inner.cfg.unwatched_entry_ttl)),
+            _ => None,
+        }
+    }
+
+    /// Session states this replica holds now (upstream connections,
+    /// fingerprints, generations).
+    pub fn session_states(&self) -> u64 {
+        self.inner.sessions.entry_count()
+    }
+
     /// Every counter, for `/metrics`.
     pub fn stats(&self) -> StatsSnapshot {
-        self.inner.stats.snapshot()
+        let mut s = self.inner.stats.snapshot();
+        s.session_states = self.session_states();
+        s
     }
 
     /// Counts the upstream `notifications/tools/list_changed` handled so
@@ -590,9 +596,69 @@ impl Engine {
                 fingerprints: Mutex::new(HashMap::new()),
                 backoff_until: Mutex::new(None),
                 ended: AtomicBool::new(false),
+                invalidation: AtomicU8::new(0),
             })
         })
     }
+}
+
+/// Arguments whose JSON is larger than about this many bytes are validated
+/// on the CPU pool; smaller ones on the caller's task, where validating
+/// (a few microseconds, linear in the input: patterns match without
+/// unbounded backtracking, see `prepared::BACKTRACK_LIMIT`) costs less than
+/// the hop to another thread would.
+const INLINE_VALIDATION_BYTES: usize = 16 * 1024;
+
+/// Validates `arguments` against the tool's declared `inputSchema`: large
+/// ones on the CPU pool under its one-job-per-core bound.
+async fn validate(
+    ctx: &SessionCtx,
+    tool: &PreparedTool,
+    arguments: &Value,
+) -> Result<(), ResolveError> {
+    if !larger_than(arguments, INLINE_VALIDATION_BYTES) {
+        return tool
+            .validate(arguments)
+            .map_err(ResolveError::InvalidArguments);
+    }
+    let signature = ctx.signature.clone();
+    let name = tool.name().to_owned();
+    let arguments = arguments.clone();
+    let checked =
+        pinfold_http::cpu::offload(move || signature.tool(&name).map(|t| t.validate(&arguments)))
+            .await;
+    match checked {
+        Ok(Some(r)) => r.map_err(ResolveError::InvalidArguments),
+        Ok(None) => Err(ResolveError::ToolNotDeclared(tool.name().to_owned())),
+        Err(_) => Err(ResolveError::InvalidArguments(ValidationErrors::single(
+            "",
+            "validation_failed",
+            "the arguments could not be validated",
+        ))),
+    }
+}
+
+/// Whether `v`'s JSON is larger than about `limit` bytes (counted as far as
+/// needed, not further).
+fn larger_than(v: &Value, limit: usize) -> bool {
+    fn walk(v: &Value, left: &mut isize) {
+        if *left < 0 {
+            return;
+        }
+        *left -= 8;
+        match v {
+            Value::String(s) => *left -= s.len() as isize,
+            Value::Array(a) => a.iter().for_each(|x| walk(x, left)),
+            Value::Object(m) => m.iter().for_each(|(k, x)| {
+                *left -= k.len() as isize;
+                walk(x, left);
+            }),
+            _ => {}
+        }
+    }
+    let mut left = isize::try_from(limit).unwrap_or(isize::MAX);
+    walk(v, &mut left);
+    left < 0
 }
 
 /// Serves a checked answer under the session's mode. `fresh` is the key
@@ -618,7 +684,7 @@ fn serve(
             .into_iter()
             .collect();
         return Resolution {
-            tool: tool.worst_case_shared(),
+            tool: ServedTool::declared(tool.worst_case_shared()),
             source: Source::Fallback,
             conformant: false,
             violations: f.violations().to_vec(),
@@ -628,21 +694,11 @@ fn serve(
             body: None,
         };
     }
-    let mut r = Resolution {
-        tool: f.tool.clone(),
-        source,
-        conformant: f.conformant,
-        violations: f.violations().to_vec(),
-        notices: f.notices().to_vec(),
-        reason: None,
-        events: Vec::new(),
-        body: None,
-    };
+    let mut r = f.served(source);
     if source == Source::Cache {
-        // Every hit of this answer serializes to the same bytes.
-        let body = f
-            .hit_body
-            .get_or_init(|| serde_json::to_vec(&r).map(Bytes::from).unwrap_or_default());
+        // Every hit of this answer sends the bytes rendered when it was
+        // cached.
+        let body = f.hit_body.get_or_init(|| f.render_hit_body());
         r.body = (!body.is_empty()).then(|| body.clone());
     }
     r
@@ -651,7 +707,7 @@ fn serve(
 fn fallback(inner: &Inner, tool: &PreparedTool, reason: FallbackReason) -> Resolution {
     inner.stats.fallback(reason);
     Resolution {
-        tool: tool.worst_case_shared(),
+        tool: ServedTool::declared(tool.worst_case_shared()),
         source: Source::Fallback,
         conformant: true,
         violations: Vec::new(),
@@ -733,7 +789,8 @@ async fn fetch(
     let started = Instant::now();
     let answer = tokio::time::timeout(inner.cfg.upstream_timeout, async {
         let conn = connection(&inner, &state, &ctx.upstream).await?;
-        conn.call(method, &name, &arguments).await
+        let raw = conn.call(method, &name, &arguments).await?;
+        Ok((raw, conn.has_list_changed_channel()))
     })
     .await
     .unwrap_or(Err(FetchError::Timeout));
@@ -768,17 +825,35 @@ async fn fetch(
             );
             Err(e)
         }
-        Ok(raw) => match checked(&inner, &ctx, &name, raw) {
+        Ok((raw, watched)) => match checked(&inner, &ctx, &name, raw) {
             Err(e) => Err(e),
-            Ok((fetched, result_fp, json_len)) => {
+            Ok((fetched, result_fp)) => {
                 let determinism = remember(&inner, &state, key.fingerprint(), result_fp);
                 let fetched = Arc::new(fetched);
-                if ctx.cache == CachePolicy::Session && !state.ended.load(Ordering::SeqCst) {
-                    let weight = weigh(&key, json_len);
+                let invalidation = if watched {
+                    Invalidation::ListChanged
+                } else {
+                    Invalidation::EntryTtl(inner.cfg.unwatched_entry_ttl)
+                };
+                state
+                    .invalidation
+                    .store(invalidation.code(), Ordering::Relaxed);
+                if ctx.cache == CachePolicy::Session
+                    && !state.ended.load(Ordering::SeqCst)
+                    && !inner.cache.tenant_full(key.tenant())
+                {
+                    // Rendered now, so that the entry weighs what its hits
+                    // will send.
+                    let _ = fetched.hit_body.set(fetched.render_hit_body());
+                    let weight = weigh(&key, &fetched);
+                    let expires_at = match invalidation {
+                        Invalidation::ListChanged => state.expires_at,
+                        Invalidation::EntryTtl(ttl) => state.expires_at.min(Instant::now() + ttl),
+                    };
                     let cached = inner.cache.insert(
                         key.clone(),
                         inner.cache.entry(
-                            state.expires_at,
+                            expires_at,
                             weight,
                             fetched.clone(),
                             state.generation.clone(),
@@ -804,13 +879,13 @@ async fn fetch(
 }
 
 /// Checks a raw upstream answer; returns it ready to serve with the
-/// answer's fingerprint and canonical size.
+/// answer's fingerprint.
 fn checked(
     inner: &Inner,
     ctx: &SessionCtx,
     name: &str,
     raw: Value,
-) -> Result<(Fetched, u128, usize), FetchError> {
+) -> Result<(Fetched, u128), FetchError> {
     let tool = ctx
         .signature
         .tool(name)
@@ -825,13 +900,12 @@ fn checked(
     let fp = fingerprint(&canonical);
     Ok((
         Fetched::new(
-            Arc::new(tool.served_tool(raw)),
+            tool.served_tool(raw),
             report.conformant,
             report.violations,
             report.notices,
         ),
         fp,
-        canonical.len(),
     ))
 }
 
@@ -858,5 +932,64 @@ fn remember(
             }
             None
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ctx(signature: &Arc<PreparedSignature>, i: usize) -> SessionCtx {
+        SessionCtx {
+            tenant: TenantId::parse("acme").unwrap(),
+            session: format!("session-{i:05}"),
+            expires_at: SystemTime::now() + Duration::from_secs(3600),
+            signature: signature.clone(),
+            mode: Mode::Permissive,
+            cache: CachePolicy::Session,
+            upstream: UpstreamTarget {
+                url: "http://127.0.0.1:9/mcp".into(),
+                headers: Vec::new(),
+                rules: pinfold_egress::Rules::new(pinfold_egress::AllowList::default(), true),
+            },
+        }
+    }
+
+    /// 20,000 live sessions on a replica that keeps 16,384 states: every
+    /// new session's state is admitted (the newest are all there), the
+    /// least recently used go, and no state is closed under its holder:
+    /// a state dropped for room is only detached (its entries stale), its
+    /// session and connection untouched. Under frequency-based admission a
+    /// full cache would refuse new states and close them at once.
+    #[test]
+    fn twenty_thousand_sessions_never_get_a_state_closed_under_them() {
+        let card: Value =
+            serde_json::from_str(include_str!("../../../examples/manage-files-1.0.0.json"))
+                .unwrap();
+        let signature = Arc::new(PreparedSignature::new(&card, &Limits::default()).unwrap());
+        let e = Engine::new(EngineConfig::default());
+        let held: Vec<Arc<SessionState>> = (0..20_000)
+            .map(|i| e.session_state(&ctx(&signature, i)))
+            .collect();
+        e.run_pending_tasks();
+        let states = &e.inner.sessions;
+        assert!(states.entry_count() <= 16_384, "{}", states.entry_count());
+        for i in 20_000 - 1_000..20_000 {
+            let prefix = session_prefix("acme", &format!("session-{i:05}"));
+            assert!(states.contains_key(&prefix), "state {i} was refused");
+        }
+        assert!(
+            held.iter().all(|s| !s.ended.load(Ordering::SeqCst)),
+            "a state was closed under its holder"
+        );
+        let dropped = held
+            .iter()
+            .filter(|s| s.generation.current() == Generation::RETIRED)
+            .count();
+        assert_eq!(dropped as u64, 20_000 - states.entry_count());
+        assert_eq!(e.stats().states_evicted, dropped as u64);
+        // The oldest went first.
+        assert_eq!(held[0].generation.current(), Generation::RETIRED);
+        assert_ne!(held[19_999].generation.current(), Generation::RETIRED);
     }
 }

@@ -33,6 +33,7 @@ mod answer;
 pub mod cache;
 pub mod engine;
 pub mod error;
+pub(crate) mod resolution;
 pub mod routes;
 pub mod session;
 pub mod state;
@@ -43,7 +44,7 @@ pub mod upstream;
 pub use pinfold_resolve_check::{key, prepared};
 
 pub use engine::{
-    Engine, EngineConfig, Resolution, ResolveError, ResolveEvent, SessionCtx, Source,
+    Engine, EngineConfig, Invalidation, Resolution, ResolveError, ResolveEvent, SessionCtx, Source,
 };
 pub use prepared::{PreparedSignature, PreparedTool, ToolKind};
 pub use session::{AuditNote, CachePolicy, SessionRow};

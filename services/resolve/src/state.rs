@@ -233,12 +233,20 @@ impl LiveSessions {
     }
 }
 
-/// A cache of prepared signatures: 1,024 versions, dropped after an hour
-/// unused.
-pub fn prepared_cache() -> Arc<moka::future::Cache<String, Arc<PreparedSignature>>> {
+/// A cache of prepared signatures holding at most `capacity_bytes` of them
+/// (each weighs [`PreparedSignature::heap_bytes`]: its worst cases, the
+/// declared tools its checks run against, its compiled validators), each
+/// dropped after an hour unused. A version too large for the cache is
+/// prepared for the sessions that need it and not kept.
+pub fn prepared_cache(
+    capacity_bytes: u64,
+) -> Arc<moka::future::Cache<String, Arc<PreparedSignature>>> {
     Arc::new(
         moka::future::Cache::builder()
-            .max_capacity(1024)
+            .max_capacity(capacity_bytes)
+            .weigher(|digest: &String, p: &Arc<PreparedSignature>| {
+                u32::try_from(digest.len() + p.heap_bytes()).unwrap_or(u32::MAX)
+            })
             .time_to_idle(Duration::from_secs(3600))
             .build(),
     )
@@ -271,9 +279,9 @@ impl ResolveState {
 
     /// The pinned version's signature, prepared once per digest on the CPU
     /// pool (`pinfold_http::cpu::offload`): reading the card and compiling
-    /// every tool's input schema is not for an async worker. Validating a
-    /// call's arguments against a compiled schema is left to the engine,
-    /// on the caller's task.
+    /// every tool's input schema is not for an async worker. The engine
+    /// validates a call's large arguments on the same pool, small ones on
+    /// the caller's task.
     pub async fn prepared(
         &self,
         tenant: &TenantId,

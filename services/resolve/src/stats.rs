@@ -104,6 +104,7 @@ pub struct Stats {
     invalidations: AtomicU64,
     stale_dropped: AtomicU64,
     stale_refusals: AtomicU64,
+    states_evicted: AtomicU64,
     fallbacks: [AtomicU64; FallbackReason::ALL.len()],
     violations: [AtomicU64; 8],
     latency: [AtomicU64; 13],
@@ -139,6 +140,9 @@ impl Stats {
     }
     pub(crate) fn stale_refusal(&self) {
         self.stale_refusals.fetch_add(1, Relaxed);
+    }
+    pub(crate) fn state_evicted(&self) {
+        self.states_evicted.fetch_add(1, Relaxed);
     }
     pub(crate) fn fallback(&self, r: FallbackReason) {
         self.fallbacks[r.index()].fetch_add(1, Relaxed);
@@ -192,6 +196,7 @@ impl Stats {
             invalidations: self.invalidations.load(Relaxed),
             stale_dropped: self.stale_dropped.load(Relaxed),
             stale_refusals: self.stale_refusals.load(Relaxed),
+            states_evicted: self.states_evicted.load(Relaxed),
             fallbacks: FallbackReason::ALL
                 .iter()
                 .map(|r| (r.as_str(), self.fallbacks[r.index()].load(Relaxed)))
@@ -205,6 +210,7 @@ impl Stats {
             upstream_latency_sum_seconds: self.latency_sum_micros.load(Relaxed) as f64 / 1e6,
             cache_bytes: self.cache_bytes.load(Relaxed).max(0) as u64,
             cache_entries: self.cache_entries.load(Relaxed).max(0) as u64,
+            session_states: 0,
         }
     }
 }
@@ -234,6 +240,9 @@ pub struct StatsSnapshot {
     /// Answers not cached because their session was invalidated while they
     /// were in flight.
     pub stale_refusals: u64,
+    /// Session states dropped, least recently used first, to make room in
+    /// the bounded state cache (their sessions go on with a new state).
+    pub states_evicted: u64,
     /// Fallbacks by reason.
     pub fallbacks: Vec<(&'static str, u64)>,
     /// Violations by kind (containment kinds, and `determinism`).
@@ -246,4 +255,6 @@ pub struct StatsSnapshot {
     pub cache_bytes: u64,
     /// Entries in the cache.
     pub cache_entries: u64,
+    /// Session states held (filled in by the engine).
+    pub session_states: u64,
 }

@@ -8,8 +8,8 @@ use pinfold_core::card::Limits;
 use pinfold_core::ids::TenantId;
 use pinfold_example_upstream::{Running, Shape, Switches};
 use pinfold_resolve::{
-    CachePolicy, Engine, EngineConfig, PreparedSignature, Resolution, ResolveError, ResolveEvent,
-    SessionCtx, Source, UpstreamTarget,
+    CachePolicy, Engine, EngineConfig, Invalidation, PreparedSignature, Resolution, ResolveError,
+    ResolveEvent, SessionCtx, Source, UpstreamTarget,
 };
 use serde_json::{Value, json};
 
@@ -901,4 +901,192 @@ async fn a_flood_of_invalidations_leaves_other_sessions_alone() {
         "an ended session's entry was served"
     );
     assert_eq!(up.calls(), calls + 1);
+}
+
+/// An upstream that cannot announce a tool list change (no
+/// `tools.listChanged` on 2025-11-25, `subscriptions/listen` refused on
+/// 2026-07-28) has its answers cached for at most `unwatched_entry_ttl`;
+/// one that can keeps them for the session. The engine says which applies.
+#[tokio::test]
+async fn answers_of_an_upstream_without_a_list_changed_channel_expire_at_the_bound() {
+    for legacy in [true, false] {
+        let watched = upstream(Switches {
+            legacy_only: legacy,
+            ..Switches::default()
+        })
+        .await;
+        let unwatched = upstream(Switches {
+            legacy_only: legacy,
+            no_list_changed: true,
+            ..Switches::default()
+        })
+        .await;
+        let e = Engine::new(EngineConfig {
+            upstream_timeout: Duration::from_secs(3),
+            unwatched_entry_ttl: Duration::from_secs(2),
+            ..EngineConfig::default()
+        });
+        let cw = ctx(&watched, "watched", Mode::Permissive, CachePolicy::Session);
+        let cu = ctx(
+            &unwatched,
+            "unwatched",
+            Mode::Permissive,
+            CachePolicy::Session,
+        );
+        let tenant = TenantId::parse("acme").unwrap();
+        for c in [&cw, &cu] {
+            let r = e.resolve(c, "manage_files", &args("read")).await.unwrap();
+            assert_eq!(r.source, Source::Upstream, "legacy {legacy}");
+        }
+        assert_eq!(
+            e.invalidation(&tenant, "unwatched"),
+            Some(Invalidation::EntryTtl(Duration::from_secs(2))),
+            "legacy {legacy}"
+        );
+        // A subscription is acknowledged in the background: the watched
+        // session says so once its stream is open.
+        eventually("the watched upstream's channel is known", || {
+            e.invalidation(&tenant, "watched") == Some(Invalidation::ListChanged) || legacy
+        })
+        .await;
+        if legacy {
+            assert_eq!(
+                e.invalidation(&tenant, "watched"),
+                Some(Invalidation::ListChanged)
+            );
+        }
+        // Past the bound, the unwatched answer is fetched again; the
+        // watched one (cached under a known channel) is still a hit.
+        let r = e
+            .resolve(&cw, "manage_files", &args("delete"))
+            .await
+            .unwrap();
+        assert_eq!(r.source, Source::Upstream);
+        tokio::time::sleep(Duration::from_millis(2600)).await;
+        let calls = unwatched.calls();
+        let r = e.resolve(&cu, "manage_files", &args("read")).await.unwrap();
+        assert_eq!(r.source, Source::Upstream, "expired: legacy {legacy}");
+        assert_eq!(unwatched.calls(), calls + 1);
+        let r = e
+            .resolve(&cw, "manage_files", &args("delete"))
+            .await
+            .unwrap();
+        assert_eq!(r.source, Source::Cache, "legacy {legacy}");
+    }
+}
+
+/// The bounded state cache drops the least recently used state to admit a
+/// new one, and never closes a state a call is running on: a call in
+/// flight on a state that is dropped meanwhile finishes on its own
+/// connection with the upstream's answer, and the session goes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_in_flight_on_a_dropped_state_finishes_on_its_connection() {
+    let up = upstream(Switches {
+        delay: Duration::from_millis(400),
+        ..Switches::default()
+    })
+    .await;
+    let e = Arc::new(Engine::new(EngineConfig {
+        upstream_timeout: Duration::from_secs(5),
+        max_sessions: 2,
+        ..EngineConfig::default()
+    }));
+    let first = Arc::new(ctx(&up, "first", Mode::Permissive, CachePolicy::Session));
+    let in_flight = spawn_read(&e, &first);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    // Four other sessions take the state cache's two places.
+    let others: Vec<_> = (0..4)
+        .map(|i| {
+            let c = Arc::new(ctx(
+                &up,
+                &format!("other-{i}"),
+                Mode::Permissive,
+                CachePolicy::Session,
+            ));
+            spawn_read(&e, &c)
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    e.run_pending_tasks();
+    assert!(e.stats().states_evicted >= 3, "{:?}", e.stats());
+    let r = in_flight.await.unwrap().unwrap();
+    assert_eq!(
+        r.source,
+        Source::Upstream,
+        "finished on its connection: {r:?}"
+    );
+    assert_eq!(r.tool["annotations"]["readOnlyHint"], json!(true));
+    for o in others {
+        assert_eq!(o.await.unwrap().unwrap().source, Source::Upstream);
+    }
+    // The session goes on under a new state.
+    let r = e
+        .resolve(&first, "manage_files", &args("read"))
+        .await
+        .unwrap();
+    assert!(
+        matches!(r.source, Source::Upstream | Source::Cache),
+        "{r:?}"
+    );
+}
+
+/// 10,000 invalidations of one tenant's sessions (each session resolved
+/// once, so it has a state, then ended) leave another tenant's cached
+/// answer a hit and no state behind: ending a session is one counter
+/// operation and the removal of its own entries, with nothing queued for
+/// other tenants' lookups to evaluate. (The latency side is measured by
+/// the `resolve` bench, `hit_after_invalidation_flood`.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ten_thousand_invalidations_leave_other_tenants_alone_and_no_state_behind() {
+    let up = upstream(Switches::default()).await;
+    let e = Arc::new(engine());
+    let mut other = ctx(&up, "other-tenant", Mode::Permissive, CachePolicy::Session);
+    other.tenant = TenantId::parse("globex").unwrap();
+    e.resolve(&other, "manage_files", &args("read"))
+        .await
+        .unwrap();
+    let hit = e
+        .resolve(&other, "manage_files", &args("read"))
+        .await
+        .unwrap();
+    assert_eq!(hit.source, Source::Cache);
+    // The flooding tenant's upstream refuses connections at once: each
+    // session gets a state (and a fallback) without a live connection.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let dead = format!("http://{}/mcp", closed.local_addr().unwrap());
+    drop(closed);
+    let acme = TenantId::parse("acme").unwrap();
+    let before = e.stats().invalidations;
+    for chunk in 0..100 {
+        let calls = (0..100).map(|i| {
+            let e = e.clone();
+            let mut c = ctx(
+                &up,
+                &format!("flood-{chunk}-{i}"),
+                Mode::Permissive,
+                CachePolicy::Session,
+            );
+            c.upstream.url = dead.clone();
+            async move {
+                let r = e.resolve(&c, "manage_files", &args("read")).await.unwrap();
+                assert_eq!(r.source, Source::Fallback);
+                e.end_session(&c.tenant, &c.session);
+            }
+        });
+        futures::future::join_all(calls).await;
+    }
+    e.run_pending_tasks();
+    let s = e.stats();
+    assert_eq!(s.invalidations - before, 10_000);
+    assert_eq!(s.session_states, 1, "only the other tenant's state is left");
+    assert_eq!(e.tenant_cache_bytes(&acme), 0);
+    let hit = e
+        .resolve(&other, "manage_files", &args("read"))
+        .await
+        .unwrap();
+    assert_eq!(
+        hit.source,
+        Source::Cache,
+        "the other tenant's answer survived"
+    );
 }

@@ -15,6 +15,7 @@ pub mod edge;
 pub mod egress_wiring;
 pub mod fastpath;
 pub mod metrics;
+pub mod policy_cache;
 pub mod protected_resource;
 pub mod purge;
 pub mod rate_limits;

@@ -367,11 +367,13 @@ pub fn render_scrapes(scrapes: u64, renders: u64, out: &mut String) {
 /// | `pinfold_resolve_invalidations_total`            | counter   |        |
 /// | `pinfold_resolve_stale_dropped_total`            | counter   |        |
 /// | `pinfold_resolve_stale_refusals_total`           | counter   |        |
+/// | `pinfold_resolve_states_evicted_total`           | counter   |        |
 /// | `pinfold_resolve_fallbacks_total`                | counter   | reason |
 /// | `pinfold_resolve_violations_total`               | counter   | kind   |
 /// | `pinfold_resolve_upstream_duration_seconds`      | histogram |        |
 /// | `pinfold_resolve_cache_bytes`                    | gauge     |        |
 /// | `pinfold_resolve_cache_entries`                  | gauge     |        |
+/// | `pinfold_resolve_session_states`                 | gauge     |        |
 pub fn render_resolve(s: &pinfold_resolve::StatsSnapshot, out: &mut String) {
     let mut scalar = |name: &str, kind: &str, help: &str, v: u64| {
         let _ = writeln!(
@@ -434,6 +436,12 @@ pub fn render_resolve(s: &pinfold_resolve::StatsSnapshot, out: &mut String) {
         s.stale_refusals,
     );
     scalar(
+        "pinfold_resolve_states_evicted_total",
+        "counter",
+        "Session states dropped, least recently used first, to make room (their sessions go on).",
+        s.states_evicted,
+    );
+    scalar(
         "pinfold_resolve_cache_bytes",
         "gauge",
         "Bytes held by the resolve cache.",
@@ -444,6 +452,12 @@ pub fn render_resolve(s: &pinfold_resolve::StatsSnapshot, out: &mut String) {
         "gauge",
         "Entries in the resolve cache.",
         s.cache_entries,
+    );
+    scalar(
+        "pinfold_resolve_session_states",
+        "gauge",
+        "Session states (upstream connections, generations) this replica holds.",
+        s.session_states,
     );
     let mut labelled = |name: &str, help: &str, label: &str, values: &[(&str, u64)]| {
         let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} counter");

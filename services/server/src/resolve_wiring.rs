@@ -19,6 +19,7 @@ use pinfold_tenancy::{StoreError, TenantStore};
 use serde_json::Value;
 
 use crate::config::ResolveSettings;
+use crate::policy_cache::PolicyCache;
 use crate::sealer::KeyringSealer;
 use crate::store::Store;
 
@@ -26,8 +27,9 @@ use crate::store::Store;
 pub struct RegistrySignatures {
     /// The registry (its ETag index answers `standing` from memory).
     pub registry: RegistryState,
-    /// Tenant policies.
-    pub tenants: Arc<dyn TenantStore>,
+    /// Tenant policies, read on every resolve (at most a second old; a
+    /// change made through this process is seen at once).
+    pub policies: Arc<PolicyCache>,
 }
 
 fn standing(status: Status) -> Standing {
@@ -94,7 +96,7 @@ impl Signatures for RegistrySignatures {
     }
 
     async fn policy(&self, tenant: &TenantId, server: &str) -> Result<ServerPolicy, ApiError> {
-        let rec = self.tenants.policy(tenant).await.map_err(|e| match e {
+        let rec = self.policies.policy(tenant).await.map_err(|e| match e {
             StoreError::Unavailable(m) => {
                 tracing::error!(error = %m, "database unavailable");
                 ApiError::database_unavailable()
@@ -107,9 +109,10 @@ impl Signatures for RegistrySignatures {
         let Some(rec) = rec else {
             return Err(pinfold_http::tenant::tenant_not_found());
         };
+        let policy = &rec.record.policy;
         Ok(ServerPolicy {
-            mode: rec.policy.mode_for(server),
-            cache: match rec.policy.resolve_cache_for(server) {
+            mode: policy.mode_for(server),
+            cache: match policy.resolve_cache_for(server) {
                 ResolveCache::None => CachePolicy::None,
                 ResolveCache::Session => CachePolicy::Session,
             },
@@ -118,18 +121,21 @@ impl Signatures for RegistrySignatures {
 }
 
 /// The resolve service's state over `store` and the registry.
+/// `policies` is the cache the tenancy routes' store announces policy
+/// writes to ([`crate::policy_cache::Announcing`]).
 pub fn resolve_state(
     store: &Store,
     registry: &RegistryState,
     settings: &ResolveSettings,
     egress: &Arc<pinfold_egress::Egress>,
+    policies: &Arc<PolicyCache>,
 ) -> ResolveState {
     let limits = &registry.limits;
     ResolveState {
         store: store.sessions(),
         signatures: Arc::new(RegistrySignatures {
             registry: registry.clone(),
-            tenants: store.tenants(),
+            policies: policies.clone(),
         }),
         sealer: Arc::new(KeyringSealer(registry.keyring.clone())),
         live: Arc::new(LiveSessions::default()),
@@ -147,9 +153,10 @@ pub fn resolve_state(
                 .unwrap_or(usize::MAX),
             recheck_rate: settings.recheck_rate,
             limits: limits.clone(),
+            unwatched_entry_ttl: Duration::from_secs(settings.unwatched_entry_ttl_secs),
             ..EngineConfig::default()
         })),
-        prepared: pinfold_resolve::state::prepared_cache(),
+        prepared: pinfold_resolve::state::prepared_cache(settings.prepared_capacity_bytes),
         egress: crate::egress_wiring::tenant_egress(egress, store.tenants()),
     }
 }

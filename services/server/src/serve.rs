@@ -198,7 +198,9 @@ pub async fn start(cfg: Config, listener: Option<TcpListener>) -> anyhow::Result
     let registry =
         crate::registry_wiring::registry_state(&store, keyring.clone(), cfg.limits.clone());
     let scope = crate::scope_wiring::scope_state(&store, &registry, keyring, &egress);
-    let resolve = crate::resolve_wiring::resolve_state(&store, &registry, &cfg.resolve, &egress);
+    let policies = crate::policy_cache::PolicyCache::new(store.tenants());
+    let resolve =
+        crate::resolve_wiring::resolve_state(&store, &registry, &cfg.resolve, &egress, &policies);
     crate::resolve_wiring::spawn_change_listener(&store, &registry, &resolve);
     let purge = crate::resolve_wiring::spawn_session_purge(&store, Duration::from_secs(600));
     let purge_states = crate::scope_wiring::spawn_state_purge(&store, Duration::from_secs(600));
@@ -220,7 +222,7 @@ pub async fn start(cfg: Config, listener: Option<TcpListener>) -> anyhow::Result
         );
     }
     let ctx = AppContext {
-        tenants: store.tenants(),
+        tenants: crate::policy_cache::Announcing::wrap(store.tenants(), &policies),
         registry,
         resolve,
         scope,

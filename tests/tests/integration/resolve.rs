@@ -550,3 +550,64 @@ async fn a_session_opened_on_one_replica_resolves_on_another() {
     assert_eq!(r["source"], "upstream");
     assert_eq!(r["tool"]["annotations"]["readOnlyHint"], true);
 }
+
+/// A policy tightened while a session is open reaches it on its next
+/// resolve: the session opened permissive, with an upstream that answers
+/// an undeclared annotation; after the tenant turns `strict`, the very next
+/// resolve (a cached answer) is refused and the worst case served, and the
+/// session's read shows the mode it now runs under. `resolve_cache: none`
+/// applies at once too (the next call goes upstream, not to the cache);
+/// a session opened under strict stays strict when the policy loosens.
+#[tokio::test]
+async fn a_tightened_policy_reaches_a_live_session_at_its_next_resolve() {
+    let app = TestApp::new().await;
+    publish(&app).await;
+    set_policy(&app, "permissive", "session").await;
+    let up = upstream(Switches {
+        undeclared: true,
+        ..Switches::default()
+    })
+    .await;
+    let s = session(&app, &up).await;
+    let read = json!({"path": "/a", "action": "read"});
+    let r = resolved(&app, &s, "manage_files", read.clone()).await;
+    assert_eq!(r["source"], "upstream", "{r}");
+    assert_eq!(r["tool"]["annotations"]["openWorldHint"], true);
+    let r = resolved(&app, &s, "manage_files", read.clone()).await;
+    assert_eq!(
+        r["source"], "cache",
+        "served permissively from the cache: {r}"
+    );
+    let view = app.get(&s, &client(&app)).await.json();
+    assert_eq!(view["mode"], "permissive");
+    assert_eq!(view["effective_mode"], "permissive");
+
+    set_policy(&app, "strict", "session").await;
+    let r = resolved(&app, &s, "manage_files", read.clone()).await;
+    assert_eq!(r["source"], "fallback", "strict at once: {r}");
+    assert_eq!(r["reason"], "refused_strict");
+    assert_eq!(r["tool"]["annotations"]["destructiveHint"], true);
+    let view = app.get(&s, &client(&app)).await.json();
+    assert_eq!(view["mode"], "permissive", "the mode it opened with");
+    assert_eq!(view["effective_mode"], "strict", "{view}");
+
+    // resolve_cache: none at once: the answer comes from the upstream again
+    // (and is refused there under strict).
+    let calls = up.calls();
+    set_policy(&app, "strict", "none").await;
+    let r = resolved(&app, &s, "manage_files", read.clone()).await;
+    assert_eq!(r["source"], "fallback", "{r}");
+    assert_eq!(up.calls(), calls + 1, "went upstream, not to the cache");
+    let view = app.get(&s, &client(&app)).await.json();
+    assert_eq!(view["effective_resolve_cache"], "none", "{view}");
+
+    // Loosening applies to new sessions only: a session opened under
+    // strict stays strict after the policy loosens.
+    set_policy(&app, "strict", "session").await;
+    let strict_session = session(&app, &up).await;
+    set_policy(&app, "permissive", "session").await;
+    let r = resolved(&app, &strict_session, "manage_files", read.clone()).await;
+    assert_eq!(r["source"], "fallback", "opened strict, stays strict: {r}");
+    let view = app.get(&strict_session, &client(&app)).await.json();
+    assert_eq!(view["effective_mode"], "strict", "{view}");
+}

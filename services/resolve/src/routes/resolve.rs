@@ -14,9 +14,9 @@ use serde_json::{Map, Value, json};
 use utoipa::ToSchema;
 
 use super::sessions::{SessionPath, owned_session};
-use crate::engine::{ResolveError, ResolveEvent, SessionCtx};
+use crate::engine::{CachePolicy, ResolveError, ResolveEvent, SessionCtx};
 use crate::session::AuditNote;
-use crate::state::{LiveSession, ResolveState, now};
+use crate::state::{LiveSession, ResolveState, ServerPolicy, now};
 
 /// Largest batch.
 pub const MAX_BATCH: usize = 100;
@@ -105,9 +105,38 @@ fn check_call(call: &ResolveCall, base: &str, errors: &mut Vec<FieldError>) {
     }
 }
 
-/// The engine's view of a session, built once per loaded session: the
-/// pinned signature (prepared once per digest) and the opened upstream.
+/// The engine's view of a session for this call: built once per loaded
+/// session (the pinned signature, prepared once per digest, and the
+/// upstream), under the policy that applies now. A policy tightened since
+/// the session opened applies at once: the mode is the stricter of the
+/// session's and the current one, and `resolve_cache: none` stops reads
+/// from and writes to the cache. A loosened policy applies to sessions
+/// opened after it.
 async fn context(st: &ResolveState, live: &Arc<LiveSession>) -> Result<Arc<SessionCtx>, ApiError> {
+    let ctx = opened(st, live).await?;
+    let now = st.signatures.policy(&live.tenant, &live.row.server).await?;
+    Ok(tightened(ctx, now))
+}
+
+/// `ctx` under the stricter of its own settings and `now`.
+fn tightened(ctx: Arc<SessionCtx>, now: ServerPolicy) -> Arc<SessionCtx> {
+    let mode = ctx.mode.stricter(now.mode);
+    let cache = match now.cache {
+        CachePolicy::None => CachePolicy::None,
+        CachePolicy::Session => ctx.cache,
+    };
+    if mode == ctx.mode && cache == ctx.cache {
+        return ctx;
+    }
+    let mut c = SessionCtx::clone(&ctx);
+    c.mode = mode;
+    c.cache = cache;
+    Arc::new(c)
+}
+
+/// The engine's view of a session as it was opened, built once per loaded
+/// session.
+async fn opened(st: &ResolveState, live: &Arc<LiveSession>) -> Result<Arc<SessionCtx>, ApiError> {
     live.ctx
         .get_or_try_init(|| async {
             let tenant = &live.tenant;
@@ -376,7 +405,7 @@ pub async fn resolve_for_plan(
         tools[i] = Some(match a {
             Ok(mut res) => {
                 events.append(&mut res.events);
-                Ok(res.tool)
+                Ok(Arc::new(res.tool.to_value()))
             }
             Err(ResolveError::ToolNotDeclared(name)) => Err(vec![field(
                 "/name".into(),

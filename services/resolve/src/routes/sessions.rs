@@ -22,6 +22,7 @@ use utoipa::{IntoParams, ToSchema};
 
 use pinfold_core::error::pointer_push;
 
+use crate::engine::Invalidation;
 use crate::error::*;
 use crate::session::{AuditNote, CachePolicy, SessionRow, is_session_id, new_session_id};
 use crate::state::{LiveSession, ResolveState, Standing, headers_context, now};
@@ -145,6 +146,50 @@ pub struct SessionView {
     /// When it ends.
     #[schema(value_type = String, format = DateTime)]
     pub expires_at: Timestamp,
+    /// The mode its resolves run under now: the stricter of `mode` and the
+    /// tenant's current policy (a tightened policy reaches open sessions;
+    /// a loosened one waits for new sessions). On a session's read only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<String>, example = "strict")]
+    pub effective_mode: Option<Mode>,
+    /// The cache policy its resolves run under now (`none` as soon as the
+    /// tenant's policy says so). On a session's read only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub effective_resolve_cache: Option<CachePolicy>,
+    /// How its cached answers are invalidated, once this replica has heard
+    /// from the upstream. On a session's read only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cache_invalidation: Option<CacheInvalidation>,
+}
+
+/// How a session's cached answers learn they are out of date.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct CacheInvalidation {
+    /// `list_changed`: the upstream announces tool list changes, and
+    /// answers live until one (or the session's end). `entry_ttl`: it
+    /// cannot (no `tools.listChanged` capability, or no
+    /// `subscriptions/listen` stream), so answers live at most
+    /// `entry_ttl_secs`.
+    #[schema(example = "entry_ttl")]
+    pub by: &'static str,
+    /// The longest life of an answer under `entry_ttl`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub entry_ttl_secs: Option<u64>,
+}
+
+impl From<Invalidation> for CacheInvalidation {
+    fn from(i: Invalidation) -> Self {
+        match i {
+            Invalidation::ListChanged => CacheInvalidation {
+                by: "list_changed",
+                entry_ttl_secs: None,
+            },
+            Invalidation::EntryTtl(d) => CacheInvalidation {
+                by: "entry_ttl",
+                entry_ttl_secs: Some(d.as_secs()),
+            },
+        }
+    }
 }
 
 impl From<&SessionRow> for SessionView {
@@ -160,6 +205,9 @@ impl From<&SessionRow> for SessionView {
             principal: r.principal.clone(),
             created_at: r.created_at,
             expires_at: r.expires_at,
+            effective_mode: None,
+            effective_resolve_cache: None,
+            cache_invalidation: None,
         }
     }
 }
@@ -543,7 +591,18 @@ pub async fn get_session(
 ) -> Result<Json<SessionView>, ApiError> {
     scope.require_any(&[Role::Client])?;
     let live = owned_session(&st, &scope, &p.id).await?;
-    Ok(Json(SessionView::from(&live.row)))
+    let now = st.signatures.policy(&live.tenant, &live.row.server).await?;
+    let mut view = SessionView::from(&live.row);
+    view.effective_mode = Some(live.row.mode.stricter(now.mode));
+    view.effective_resolve_cache = Some(match now.cache {
+        CachePolicy::None => CachePolicy::None,
+        CachePolicy::Session => live.row.cache_policy,
+    });
+    view.cache_invalidation = st
+        .engine
+        .invalidation(&live.tenant, &live.row.id)
+        .map(CacheInvalidation::from);
+    Ok(Json(view))
 }
 
 /// Close a session (role `client` for your own; `admin` for any).

@@ -4,6 +4,9 @@
 //! 2025-11-25 connection, through [`Direct`] on a sessionless one), its
 //! `subscriptions/listen` stream, and its closing.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use rmcp::RoleClient;
 use rmcp::model::{
     ClientRequest, CustomRequest, ServerNotification, ServerResult, SubscriptionFilter,
@@ -35,6 +38,10 @@ pub(crate) struct Connection {
     /// How resolve calls go on a sessionless connection ([`Direct`]);
     /// `None` on a 2025-11-25 connection, whose calls go through rmcp.
     direct: Option<Direct>,
+    /// Whether list changes can reach us: on 2025-11-25 the server
+    /// declared `tools.listChanged`; on 2026-07-28 its
+    /// `subscriptions/listen` stream is open.
+    channel: Arc<AtomicBool>,
 }
 
 impl Connection {
@@ -86,22 +93,36 @@ impl Connection {
             .peer()
             .peer_info()
             .is_some_and(|i| !i.protocol_version.has_initialize());
+        // SEP-1862 leaves a resolution valid until the tool list changes;
+        // without a way to hear of a change, the engine bounds how long an
+        // answer is kept instead.
+        let channel = Arc::new(AtomicBool::new(
+            !modern
+                && service
+                    .peer()
+                    .peer_info()
+                    .and_then(|i| i.capabilities.tools.as_ref().and_then(|t| t.list_changed))
+                    == Some(true),
+        ));
         let listener = modern.then(|| {
             // Without a protocol session, list changes arrive on a
             // `subscriptions/listen` stream rather than the session's.
             let peer = service.peer().clone();
             let on_list_changed = on_list_changed.clone();
+            let channel = channel.clone();
             tokio::spawn(async move {
                 let filter = SubscriptionFilter::builder().tools_list_changed().build();
                 let Ok(mut sub) = peer.listen(filter).await else {
                     tracing::debug!("upstream refused subscriptions/listen");
                     return;
                 };
+                channel.store(true, Ordering::Release);
                 while let Ok(Some(n)) = sub.next().await {
                     if matches!(n, ServerNotification::ToolListChangedNotification(_)) {
                         on_list_changed();
                     }
                 }
+                channel.store(false, Ordering::Release);
             })
         });
         let direct = match service.peer().peer_info() {
@@ -129,7 +150,14 @@ impl Connection {
             listener,
             http,
             direct,
+            channel,
         })
+    }
+
+    /// Whether the upstream can tell us its tool list changed (see
+    /// `channel`).
+    pub(crate) fn has_list_changed_channel(&self) -> bool {
+        self.channel.load(Ordering::Acquire)
     }
 
     /// The negotiated protocol version.
@@ -227,9 +255,17 @@ impl Connection {
     }
 }
 
+/// The last holder of a connection closes it: a session state dropped
+/// from the bounded state cache keeps its connection while a call still
+/// runs on it, and no longer.
+impl Drop for Connection {
+    fn drop(&mut self) {
+        self.close();
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
     use std::time::Duration;
 
     use super::*;

@@ -30,6 +30,13 @@ pub struct ResolveSettings {
     /// Fraction (0 to 1) of cache hits re-fetched from the upstream to
     /// check that it still answers the same (determinism sampling).
     pub recheck_rate: f64,
+    /// Longest life of a cached answer whose upstream offers no way to
+    /// announce a tool list change (no `tools.listChanged` capability, or
+    /// no `subscriptions/listen` stream), in seconds (default 300).
+    pub unwatched_entry_ttl_secs: u64,
+    /// Bytes of prepared signature versions (worst cases and compiled
+    /// input-schema validators) this process keeps (default 64 MiB).
+    pub prepared_capacity_bytes: u64,
 }
 
 impl ResolveSettings {
@@ -53,6 +60,8 @@ impl Default for ResolveSettings {
             upstream_connect_timeout_ms: 2_000,
             upstream_max_response_bytes: 1024 * 1024,
             recheck_rate: 0.0,
+            unwatched_entry_ttl_secs: 300,
+            prepared_capacity_bytes: 64 * 1024 * 1024,
         }
     }
 }
@@ -77,6 +86,12 @@ impl ResolveSettings {
         }
         if !(0.0..=1.0).contains(&r.recheck_rate) {
             bail!("resolve.recheck_rate must be between 0 and 1");
+        }
+        if r.unwatched_entry_ttl_secs == 0 {
+            bail!("resolve.unwatched_entry_ttl_secs must be greater than 0");
+        }
+        if r.prepared_capacity_bytes < 1024 * 1024 {
+            bail!("resolve.prepared_capacity_bytes must be at least 1 MiB");
         }
         if r.max_session_ttl_secs == 0 {
             bail!("resolve.max_session_ttl_secs must be greater than 0");
@@ -119,6 +134,14 @@ mod tests {
                 "upstream_max_response_bytes",
             ),
             (|r| r.recheck_rate = 1.5, "recheck_rate"),
+            (
+                |r| r.unwatched_entry_ttl_secs = 0,
+                "unwatched_entry_ttl_secs",
+            ),
+            (
+                |r| r.prepared_capacity_bytes = 10,
+                "prepared_capacity_bytes",
+            ),
         ] {
             let mut c = Config::default();
             tweak(&mut c.resolve);
