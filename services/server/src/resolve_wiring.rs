@@ -15,7 +15,7 @@ use pinfold_resolve::{
     ServerPolicy, Signatures, Standing,
 };
 use pinfold_tenancy::model::ResolveCache;
-use pinfold_tenancy::{StoreError, TenantStore};
+use pinfold_tenancy::StoreError;
 use serde_json::Value;
 
 use crate::config::ResolveSettings;
