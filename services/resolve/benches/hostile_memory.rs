@@ -44,7 +44,7 @@ fn main() {
     // `cargo bench` passes `--bench`; nothing to parse.
     let bound: u64 = std::env::var("PINFOLD_BENCH_CACHE_MIB")
         .ok()
-        .and_then(|v| v.parse().ok())
+        .and_then(|v| v.parse::<u64>().ok())
         .unwrap_or(64)
         << 20;
     let rt = tokio::runtime::Builder::new_multi_thread()

@@ -14,8 +14,8 @@ use pinfold_resolve::{
     CachePolicy, Engine, EngineConfig, LiveSessions, Pinned, ResolveConfig, ResolveState,
     ServerPolicy, Signatures, Standing,
 };
-use pinfold_tenancy::model::ResolveCache;
 use pinfold_tenancy::StoreError;
+use pinfold_tenancy::model::ResolveCache;
 use serde_json::Value;
 
 use crate::config::ResolveSettings;
