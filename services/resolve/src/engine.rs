@@ -537,6 +537,18 @@ impl Engine {
     pub fn invalidation(&self, tenant: &TenantId, session: &str) -> Option<Invalidation> {
         let prefix = session_prefix(tenant.as_str(), session);
         let state = self.inner.sessions.get(&prefix)?;
+        // The connection knows best (a subscription is acknowledged after
+        // the first answer may have come); the last answer's record
+        // otherwise.
+        if let Ok(conn) = state.conn.try_lock()
+            && let Some(c) = conn.as_ref()
+        {
+            return Some(if c.has_list_changed_channel() {
+                Invalidation::ListChanged
+            } else {
+                Invalidation::EntryTtl(self.inner.cfg.unwatched_entry_ttl)
+            });
+        }
         match state.invalidation.load(Ordering::Relaxed) {
             1 => Some(Invalidation::ListChanged),
             2 => Some(Invalidation::EntryTtl(self.inner.cfg.unwatched_entry_ttl)),
