@@ -551,14 +551,17 @@ mod tests {
         );
     }
 
-    /// A pattern with catastrophic backtracking (a back-reference makes
-    /// fancy-regex backtrack) is cut off at the limit and answered with its
-    /// own code instead of running for minutes.
+    /// A pattern with catastrophic backtracking (an alternation whose
+    /// branches match the same text, under a look-ahead that makes
+    /// fancy-regex run it on its backtracking machine) is cut off at the
+    /// limit and answered with its own code instead of running for ages:
+    /// 2^40 ways to split the value. (`^(a+)+\1$` is no such case: the
+    /// engine hands `(a+)+` to the linear matcher and fails it at once.)
     #[test]
     fn a_catastrophic_pattern_is_bounded_and_named() {
         let card = json!({"name": "a.b/c", "version": "1.0.0", "signature": {"tools": [
             {"name": "evil", "inputSchema": {"type": "object", "properties": {
-                "s": {"type": "string", "pattern": "^(a+)+\\1$"}}}},
+                "s": {"type": "string", "pattern": "^(a|a)+(?!x)$"}}}},
             {"name": "linear", "inputSchema": {"type": "object", "properties": {
                 "s": {"type": "string", "pattern": "^(a+)+$"}}}}
         ]}});
