@@ -7,6 +7,13 @@
 //! [`Announcing`] wraps the tenant store the tenancy routes write through
 //! and, after a policy write commits, invalidates the copy. Another
 //! replica's change is seen within the second.
+//!
+//! While the database cannot be reached, the last policy read for a
+//! tenant (at most [`LAST_KNOWN_TTL`] old) goes on being used, so that
+//! open sessions keep resolving from the cache through an outage, as they
+//! did before policies were read on the resolve path. A change made
+//! through this process forgets that copy too: after a write the policy
+//! is read again, or the request fails.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -21,6 +28,10 @@ use pinfold_tenancy::{StoreError, TenantStore};
 
 /// How long a policy read from the database is used.
 pub const POLICY_TTL: Duration = Duration::from_secs(1);
+
+/// How long the last policy read is used while the database is
+/// unavailable (the longest a session may live).
+pub const LAST_KNOWN_TTL: Duration = Duration::from_secs(24 * 3600);
 
 /// Tenants whose policies are kept at once.
 const CAPACITY: u64 = 100_000;
@@ -38,6 +49,7 @@ pub struct TenantPolicy {
 pub struct PolicyCache {
     store: Arc<dyn TenantStore>,
     cache: HotCache<Arc<TenantPolicy>>,
+    last_known: HotCache<Arc<TenantPolicy>>,
     hasher: KeyHasher,
 }
 
@@ -47,6 +59,7 @@ impl PolicyCache {
         Arc::new(PolicyCache {
             store,
             cache: HotCache::new(CAPACITY, POLICY_TTL),
+            last_known: HotCache::new(CAPACITY, LAST_KNOWN_TTL),
             hasher: KeyHasher::default(),
         })
     }
@@ -57,26 +70,40 @@ impl PolicyCache {
     }
 
     /// The tenant's policy, at most [`POLICY_TTL`] old (`None`: no such
-    /// tenant; not remembered).
+    /// tenant; not remembered). When the store fails, the last policy
+    /// read for the tenant if there is one, else the store's error.
     pub async fn policy(&self, tenant: &TenantId) -> Result<Option<Arc<TenantPolicy>>, StoreError> {
         let key = self.key(tenant);
         if let Some(p) = self.cache.get(key).filter(|p| p.tenant == *tenant) {
             return Ok(Some(p));
         }
-        let Some(rec) = self.store.policy(tenant).await? else {
-            return Ok(None);
+        let rec = match self.store.policy(tenant).await {
+            Ok(Some(rec)) => rec,
+            Ok(None) => return Ok(None),
+            Err(e) => {
+                return match self.last_known.get(key).filter(|p| p.tenant == *tenant) {
+                    Some(p) => {
+                        tracing::debug!(tenant = %tenant, error = %e, "policy read failed; using the last one read");
+                        Ok(Some(p))
+                    }
+                    None => Err(e),
+                };
+            }
         };
         let rec = Arc::new(TenantPolicy {
             tenant: tenant.clone(),
             record: rec,
         });
         self.cache.insert(key, rec.clone(), 1);
+        self.last_known.insert(key, rec.clone(), 1);
         Ok(Some(rec))
     }
 
     /// Forgets the tenant's policy (it was just replaced).
     pub fn invalidate(&self, tenant: &TenantId) {
-        self.cache.invalidate(self.key(tenant));
+        let key = self.key(tenant);
+        self.cache.invalidate(key);
+        self.last_known.invalidate(key);
     }
 }
 

@@ -107,7 +107,17 @@ async fn open_read_and_close_a_session() {
     let path = format!("{}/{id}", sessions(&app));
     let got = app.get(&path, &c).await;
     assert_eq!(got.status, 200);
-    assert_eq!(got.json(), s);
+    // The read is the created session plus what applies to it now: the
+    // mode and cache policy under the tenant's current policy, and no
+    // invalidation channel yet (the upstream has not been reached).
+    let mut read = got.json();
+    assert_eq!(read["effective_mode"], "permissive");
+    assert_eq!(read["effective_resolve_cache"], "session");
+    assert!(read.get("cache_invalidation").is_none(), "{read}");
+    for k in ["effective_mode", "effective_resolve_cache"] {
+        read.as_object_mut().unwrap().remove(k);
+    }
+    assert_eq!(read, s);
     assert!(!String::from_utf8_lossy(&got.bytes).contains("upstream-secret"));
 
     // A later approval does not move the pinned version.
