@@ -37,6 +37,7 @@ pub mod diff;
 pub mod digest;
 pub mod draft;
 pub mod error;
+pub mod guard;
 pub mod ids;
 pub mod json;
 pub mod names;
