@@ -17,8 +17,11 @@
 //!   stdio) to a draft card; `--merge` folds several captures into one.
 //! - [`verify`]: `pinfold verify`, a live MCP server against the approved
 //!   signature in Pinfold.
+//! - [`guard`]: `pinfold guard`, a local stdio MCP server run under its
+//!   approved signature for desktop clients.
 
 pub mod capture;
+pub mod guard;
 pub mod oidc;
 pub mod progress;
 pub mod publish;

@@ -86,7 +86,7 @@ pub const UPSTREAM_UNAVAILABLE: i64 = -32012;
 
 /// The `_meta` key under which a tool shown despite a drift is flagged
 /// (`permissive` mode).
-pub const GUARD_META: &str = "dev.pinfold/guard";
+pub const GUARD_META: &str = "io.github.pinfold/guard";
 
 /// The tool-resolution extension's `_meta` key (SEP-1862).
 pub const TOOL_RESOLUTION: &str = "io.modelcontextprotocol/tool-resolution";

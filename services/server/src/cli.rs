@@ -44,6 +44,8 @@ pub enum Command {
     Capture(pinfold_cli::capture::CaptureArgs),
     /// Check a live MCP server against its approved signature in Pinfold (the CI gate against rug pulls).
     Verify(pinfold_cli::verify::VerifyArgs),
+    /// Run a local stdio MCP server under its approved signature, for desktop clients that start servers by command: `pinfold guard --url URL --tenant T --server NAME -- COMMAND ARGS`.
+    Guard(pinfold_cli::guard::GuardArgs),
 }
 
 /// Where the database is.
@@ -221,6 +223,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<i32> {
             let mut progress = pinfold_cli::progress::Progress::new(&mut err, terminal);
             pinfold_cli::verify::run(args, &mut Stdout, &mut progress).await
         }
+        Command::Guard(args) => pinfold_cli::guard::run(args, &mut Stderr).await,
     }
 }
 
