@@ -137,6 +137,7 @@ pub(crate) struct ResolveCache {
     cache: moka::sync::Cache<CacheKey, Entry>,
     tenants: Tenants,
     share: u64,
+    capacity: u64,
     stats: Arc<Stats>,
 }
 
@@ -170,6 +171,7 @@ impl ResolveCache {
             cache,
             tenants,
             share: tenant_share_bytes,
+            capacity: capacity_bytes,
             stats,
         }
     }
@@ -234,6 +236,14 @@ impl ResolveCache {
         }
         self.stats.cache_added(w);
         self.cache.insert(key, entry);
+        // moka evicts in its maintenance, which runs every so many writes
+        // or reads: until then the cache may hold more than its bound, by
+        // as many entries as are pending, and with large entries that is
+        // memory the process keeps. Past the bound, the inserting call
+        // (a miss, which went upstream anyway) runs the maintenance now.
+        if self.stats.cache_bytes_now() > self.capacity {
+            self.cache.run_pending_tasks();
+        }
         true
     }
 

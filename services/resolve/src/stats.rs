@@ -168,6 +168,11 @@ impl Stats {
         self.cache_bytes.fetch_add(bytes as i64, Relaxed);
         self.cache_entries.fetch_add(1, Relaxed);
     }
+    /// Bytes the cache holds now, as its entries were weighed.
+    pub(crate) fn cache_bytes_now(&self) -> u64 {
+        self.cache_bytes.load(Relaxed).max(0) as u64
+    }
+
     pub(crate) fn cache_removed(&self, bytes: u64) {
         self.cache_bytes.fetch_sub(bytes as i64, Relaxed);
         self.cache_entries.fetch_sub(1, Relaxed);
