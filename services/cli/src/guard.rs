@@ -249,7 +249,13 @@ async fn approved(
         Err(e) => return offline(format!("Pinfold: {e}"), cached),
     };
     match reply.status.as_u16() {
-        304 if cached.is_some() => return Ok(cached),
+        304 if cached.is_some() => {
+            note(format!(
+                "pinfold guard: {} {}: unchanged since it was cached (ETag)",
+                args.server, args.version
+            ));
+            return Ok(cached);
+        }
         200 => {}
         401 | 403 => {
             return Err(Stop(

@@ -88,6 +88,9 @@ pub const UPSTREAM_UNAVAILABLE: i64 = -32012;
 /// (`permissive` mode).
 pub const GUARD_META: &str = "io.github.pinfold/guard";
 
+/// The prefix of Pinfold's own `_meta` keys.
+pub const PINFOLD_META_PREFIX: &str = "io.github.pinfold/";
+
 /// The tool-resolution extension's `_meta` key (SEP-1862).
 pub const TOOL_RESOLUTION: &str = "io.modelcontextprotocol/tool-resolution";
 
@@ -592,10 +595,28 @@ fn guarded_undeclared(raw: &Value, t: &SignatureTool, mode: Mode) -> GuardedTool
     }
 }
 
+/// Takes out of an item's `_meta` what only the guard may say: the
+/// tool-resolution marker (put back for the client of the extension on
+/// the tools the signature makes resolvable) and every key under
+/// Pinfold's prefix (a server must not pass its tools off as reviewed).
 fn strip_marker(obj: &mut Map<String, Value>) {
     let empty = match obj.get_mut("_meta") {
         Some(Value::Object(meta)) => {
-            meta.remove(TOOL_RESOLUTION);
+            meta.retain(|k, _| k != TOOL_RESOLUTION && !k.starts_with(PINFOLD_META_PREFIX));
+            meta.is_empty()
+        }
+        _ => false,
+    };
+    if empty {
+        obj.remove("_meta");
+    }
+}
+
+/// Takes every key under Pinfold's prefix out of an item's `_meta`.
+fn strip_ours(obj: &mut Map<String, Value>) {
+    let empty = match obj.get_mut("_meta") {
+        Some(Value::Object(meta)) => {
+            meta.retain(|k, _| !k.starts_with(PINFOLD_META_PREFIX));
             meta.is_empty()
         }
         _ => false,
@@ -724,20 +745,18 @@ pub fn review_list(
         .iter()
         .enumerate()
         .filter_map(|(i, item)| {
-            if !undeclared_at.contains(&i) {
-                return Some(item.clone());
+            let undeclared = undeclared_at.contains(&i);
+            if undeclared && mode == Mode::Strict {
+                return None;
             }
-            match mode {
-                Mode::Strict => None,
-                Mode::Advisory => Some(item.clone()),
-                Mode::Permissive => {
-                    let mut item = item.clone();
-                    if let Some(obj) = item.as_object_mut() {
-                        flag(obj, Standing::Undeclared, &[]);
-                    }
-                    Some(item)
+            let mut item = item.clone();
+            if let Some(obj) = item.as_object_mut() {
+                strip_ours(obj);
+                if undeclared && mode == Mode::Permissive {
+                    flag(obj, Standing::Undeclared, &[]);
                 }
             }
+            Some(item)
         })
         .collect();
     let mut out = upstream.as_object().cloned().unwrap_or_default();

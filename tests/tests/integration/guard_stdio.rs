@@ -210,6 +210,11 @@ async fn a_real_client_sees_only_the_reviewed_tools_of_a_real_server_over_stdio(
     )
     .await;
     let report = report.unwrap_or_else(|| panic!("{stderr}"));
+    // The cached signature was revalidated, not read again.
+    assert!(
+        stderr.contains("unchanged since it was cached (ETag)"),
+        "{stderr}"
+    );
     let results = report["calls"].as_array().unwrap();
     assert_eq!(results[0]["result"]["isError"], true, "{report}");
     assert!(
