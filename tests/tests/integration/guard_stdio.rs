@@ -37,8 +37,24 @@ async fn through_guard(
     guard: &[&str],
     calls: Value,
 ) -> (Option<Value>, String) {
-    let mut cmd = tokio::process::Command::new("node");
-    cmd.arg(dir.join("sdk-guarded.mjs"))
+    let client = [
+        "node".to_owned(),
+        dir.join("sdk-guarded.mjs").display().to_string(),
+    ];
+    client_through_guard(&client, dir, token, guard, calls).await
+}
+
+/// The same with another client: `client` is its command line, which
+/// takes the calls and then the server's command.
+async fn client_through_guard(
+    client: &[String],
+    dir: &Path,
+    token: &str,
+    guard: &[&str],
+    calls: Value,
+) -> (Option<Value>, String) {
+    let mut cmd = tokio::process::Command::new(&client[0]);
+    cmd.args(&client[1..])
         .arg(calls.to_string())
         .arg(PINFOLD)
         .arg("guard")
@@ -97,14 +113,13 @@ async fn forwarder(base: &str) -> Forwarder {
     Forwarder { url, task }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_real_client_sees_only_the_reviewed_tools_of_a_real_server_over_stdio() {
-    let Some(dir) = peers() else {
-        return;
-    };
+/// A running Pinfold with server-everything's capture approved, less
+/// get-env and with get-sum's description as reviewed; its base URL and
+/// the tools the capture listed.
+async fn approved_everything(dir: &Path) -> (TestApp, String, BTreeSet<String>) {
     let app = TestApp::new().await;
     let base = serve_local(app.router.clone()).await;
-    let command = format!("node {} stdio", everything(&dir));
+    let command = format!("node {} stdio", everything(dir));
     let r = pinfold(
         &[
             "capture",
@@ -141,6 +156,15 @@ async fn a_real_client_sees_only_the_reviewed_tools_of_a_real_server_over_stdio(
         }
     }
     publish(&app, &card, true).await;
+    (app, base, listed)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_real_client_sees_only_the_reviewed_tools_of_a_real_server_over_stdio() {
+    let Some(dir) = peers() else {
+        return;
+    };
+    let (app, base, listed) = approved_everything(&dir).await;
     let token = app.as_roles("desktop", &["reader"]);
     let cache = tempfile::tempdir().unwrap();
     let cache_dir = cache.path().to_str().unwrap().to_owned();
@@ -303,4 +327,89 @@ async fn without_an_approved_signature_strict_does_not_start_the_server() {
     let r = pinfold(&args("strict"), &[]).await;
     r.expect(5);
     assert!(r.stderr.contains("PINFOLD_TOKEN"), "{}", r.stderr);
+}
+
+/// A Python with the official Python SDK (`mcp` from PyPI), named by
+/// `PINFOLD_MCP_PYTHON` (`.ci/run` makes one in `target/mcp-py-venv`);
+/// `None` (after saying why) without it, unless `PINFOLD_REQUIRE_MCP_PY`
+/// is set.
+fn python_sdk() -> Option<String> {
+    let python = std::env::var("PINFOLD_MCP_PYTHON")
+        .ok()
+        .filter(|p| !p.is_empty());
+    let works = python.as_ref().is_some_and(|p| {
+        std::process::Command::new(p)
+            .args(["-c", "import mcp"])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    });
+    if !works {
+        assert!(
+            std::env::var_os("PINFOLD_REQUIRE_MCP_PY").is_none(),
+            "PINFOLD_MCP_PYTHON must name a python with the mcp package"
+        );
+        eprintln!("skipped: set PINFOLD_MCP_PYTHON to a python with `pip install mcp`");
+        return None;
+    }
+    python
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_python_sdk_client_sees_the_same_through_the_guard() {
+    let (Some(dir), Some(python)) = (peers(), python_sdk()) else {
+        return;
+    };
+    let client = [python, dir.join("py-guarded.py").display().to_string()];
+    // What the Python client sees of the server itself (it advertises no
+    // roots, sampling or elicitation, so it is offered fewer tools).
+    let direct = tokio::process::Command::new(&client[0])
+        .arg(&client[1])
+        .arg("[]")
+        .args(["node", &everything(&dir), "stdio"])
+        .stdin(Stdio::null())
+        .kill_on_drop(true)
+        .output()
+        .await
+        .expect("python runs");
+    assert!(
+        direct.status.success(),
+        "{}",
+        String::from_utf8_lossy(&direct.stderr)
+    );
+    let direct: Value = serde_json::from_slice(&direct.stdout).unwrap();
+    let (app, base, _) = approved_everything(&dir).await;
+    let token = app.as_roles("desktop", &["reader"]);
+    let cache = tempfile::tempdir().unwrap();
+    let tenant = app.tenant.to_string();
+    let guard = [
+        "--url",
+        &base,
+        "--tenant",
+        &tenant,
+        "--server",
+        NAME,
+        "--cache-dir",
+        cache.path().to_str().unwrap(),
+    ];
+    let (report, stderr) = client_through_guard(
+        &client,
+        &dir,
+        &token,
+        &guard,
+        json!([
+            {"name": "echo", "arguments": {"message": "from python"}},
+            {"name": "get-env", "arguments": {}},
+        ]),
+    )
+    .await;
+    let report =
+        report.unwrap_or_else(|| panic!("the Python client ran through the guard: {stderr}"));
+    let mut expected = names(&direct);
+    assert!(expected.remove("get-env") && expected.remove("get-sum"));
+    assert_eq!(names(&report), expected, "{stderr}");
+    let results = report["calls"].as_array().unwrap();
+    let echoed = results[0]["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(echoed.contains("from python"), "{report}");
+    assert_eq!(results[1]["error"]["code"], -32010, "{report}");
+    assert_eq!(results[1]["error"]["data"]["reason"], "undeclared");
 }
