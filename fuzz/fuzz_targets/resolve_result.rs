@@ -80,7 +80,13 @@ fuzz_target!(|data: &[u8]| {
 
     let served = tool.served_tool(result.clone());
     assert_eq!(served, tool.served_tool(result.clone()));
-    let obj = served.as_object().expect("a served tool is an object");
+    let value = served.to_value();
+    assert_eq!(
+        serde_json::to_value(&served).expect("a served tool serializes"),
+        value,
+        "a served tool serializes as the value it stands for"
+    );
+    let obj = value.as_object().expect("a served tool is an object");
     assert_eq!(obj.get("name").and_then(Value::as_str), Some(name));
     for k in tool
         .worst_case()
