@@ -550,18 +550,11 @@ fn guarded_declared(
             flag(obj, standing, &changes);
         }
     }
-    let marker = d
-        .raw
-        .get("_meta")
-        .and_then(|m| m.get(TOOL_RESOLUTION))
-        .and_then(|x| x.get("resolvable"))
-        .and_then(Value::as_bool)
-        == Some(true);
     GuardedTool {
         name: d.name.clone(),
         standing,
         shown,
-        resolvable: d.resolve || marker,
+        resolvable: d.resolvable(),
         view,
         worst: reduce_annotations(d),
         changes,

@@ -65,14 +65,7 @@ impl std::fmt::Debug for PreparedTool {
 
 impl PreparedTool {
     fn new(t: &SignatureTool) -> Self {
-        let marker = t
-            .raw
-            .get("_meta")
-            .and_then(|m| m.get(TOOL_RESOLUTION))
-            .and_then(|x| x.get("resolvable"))
-            .and_then(Value::as_bool)
-            == Some(true);
-        let kind = if t.resolve || marker {
+        let kind = if t.resolvable() {
             ToolKind::Resolve
         } else if t.dynamic_annotations {
             ToolKind::DynamicAnnotations

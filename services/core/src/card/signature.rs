@@ -89,6 +89,23 @@ pub struct SignatureTool {
     pub(crate) input_schema_canonical: Option<Vec<u8>>,
 }
 
+impl SignatureTool {
+    /// Whether the tool can be resolved: `resolve: true` (the tool
+    /// resolution seed), or the extension's marker in its `_meta`
+    /// (`io.modelcontextprotocol/tool-resolution` with `resolvable: true`,
+    /// SEP-1862 "Capability Negotiation").
+    pub fn resolvable(&self) -> bool {
+        self.resolve
+            || self
+                .raw
+                .get("_meta")
+                .and_then(|m| m.get("io.modelcontextprotocol/tool-resolution"))
+                .and_then(|x| x.get("resolvable"))
+                .and_then(Value::as_bool)
+                == Some(true)
+    }
+}
+
 /// A prompt in a signature or observation.
 #[derive(Debug, Clone)]
 pub struct Prompt {
