@@ -47,6 +47,8 @@ pub struct PreparedTool {
     name: String,
     kind: ToolKind,
     worst_case: Arc<Value>,
+    /// Bytes of the worst case as JSON (what serving it costs to write).
+    worst_case_len: usize,
     /// The declared `inputSchema` compiled, or why it cannot be.
     validator: Result<jsonschema::Validator, String>,
     /// A signature holding only this tool, so that checking a resolution
@@ -72,10 +74,12 @@ impl PreparedTool {
         } else {
             ToolKind::Static
         };
+        let worst_case = reduce_tool(t);
         Self {
             name: t.name.clone(),
             kind,
-            worst_case: Arc::new(reduce_tool(t)),
+            worst_case_len: json_len(&worst_case),
+            worst_case: Arc::new(worst_case),
             validator: compile(t.input_schema.as_ref()),
             alone: Signature {
                 tools: vec![t.clone()],
@@ -103,6 +107,14 @@ impl PreparedTool {
     /// The worst-case tool, shared.
     pub fn worst_case_shared(&self) -> Arc<Value> {
         self.worst_case.clone()
+    }
+
+    /// The worst-case tool as served (a static tool, or a fallback).
+    pub fn served_declared(&self) -> ServedTool {
+        ServedTool {
+            declared_len: self.worst_case_len,
+            ..ServedTool::declared(self.worst_case.clone())
+        }
     }
 
     /// Validates `arguments` against the declared `inputSchema`, compiled
@@ -160,11 +172,12 @@ impl PreparedTool {
     /// copied: what the answer holds of its own is only what differs.
     pub fn served_tool(&self, result: Value) -> ServedTool {
         let Value::Object(mut result) = result else {
-            return ServedTool::declared(self.worst_case.clone());
+            return self.served_declared();
         };
         if let Some(Value::Object(t)) = result.remove("tool") {
             return ServedTool {
                 declared: self.worst_case.clone(),
+                declared_len: self.worst_case_len,
                 own: Some(Arc::new(t)),
                 declared_annotations: false,
             };
@@ -183,6 +196,7 @@ impl PreparedTool {
         }
         ServedTool {
             declared: self.worst_case.clone(),
+            declared_len: self.worst_case_len,
             own: (!own.is_empty()).then(|| Arc::new(own)),
             declared_annotations: true,
         }
@@ -196,6 +210,9 @@ impl PreparedTool {
 #[derive(Debug, Clone)]
 pub struct ServedTool {
     declared: Arc<Value>,
+    /// Bytes of the declared tool as JSON, when known (0 otherwise): a
+    /// hint for the buffer a rendering of this tool needs.
+    declared_len: usize,
     /// Members of the answer's own, shown instead of the declared ones.
     own: Option<Arc<Map<String, Value>>>,
     /// Whether the declared `annotations` show when `own` has none (an
@@ -211,6 +228,7 @@ impl ServedTool {
     pub fn declared(declared: Arc<Value>) -> ServedTool {
         ServedTool {
             declared,
+            declared_len: 0,
             own: None,
             declared_annotations: true,
         }
@@ -254,6 +272,13 @@ impl ServedTool {
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect(),
         )
+    }
+
+    /// About how many bytes its JSON takes: the declared tool's, when
+    /// known (an answer's own members mostly stand in for declared ones);
+    /// what a buffer rendering it should start with.
+    pub fn json_len_hint(&self) -> usize {
+        self.declared_len
     }
 
     /// Heap bytes this served tool holds of its own, beyond the shared
@@ -307,6 +332,23 @@ where
         };
         if from_a { self.a.next() } else { self.b.next() }
     }
+}
+
+/// Bytes of `v` as compact JSON, counted without writing them.
+fn json_len(v: &Value) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut c = Count(0);
+    let _ = serde_json::to_writer(&mut c, v);
+    c.0
 }
 
 /// What JSON values hold on the heap, counted from how `serde_json`

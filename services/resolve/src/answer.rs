@@ -67,31 +67,17 @@ impl Fetched {
         }
     }
 
-    /// The body every cache hit of this answer sends, in one allocation of
-    /// exactly its size: its length is counted first, so the buffer never
-    /// grows by doubling (a 1 MiB body would otherwise pass through 2 MiB
-    /// and a copy) and a cached body weighs what it holds.
+    /// The body every cache hit of this answer sends, in an allocation of
+    /// its own size (a cached body weighs what it holds). Written once,
+    /// into a buffer sized from the declared tool's JSON length, so even a
+    /// 1 MiB tool is not copied through ever larger buffers; the slack is
+    /// then given back.
     pub(crate) fn render_hit_body(&self) -> Bytes {
-        /// A writer that only counts.
-        struct Count(usize);
-        impl std::io::Write for Count {
-            fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-                self.0 += buf.len();
-                Ok(buf.len())
-            }
-            fn flush(&mut self) -> std::io::Result<()> {
-                Ok(())
-            }
-        }
-        let served = self.served(Source::Cache);
-        let mut count = Count(0);
-        if serde_json::to_writer(&mut count, &served).is_err() {
+        let mut v = Vec::with_capacity(self.tool.json_len_hint() + 512);
+        if serde_json::to_writer(&mut v, &self.served(Source::Cache)).is_err() {
             return Bytes::new();
         }
-        let mut v = Vec::with_capacity(count.0);
-        if serde_json::to_writer(&mut v, &served).is_err() {
-            return Bytes::new();
-        }
+        v.shrink_to_fit();
         Bytes::from(v)
     }
 

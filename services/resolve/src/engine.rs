@@ -59,7 +59,7 @@ pub use crate::session::CachePolicy;
 use crate::stats::{FallbackReason, Stats, StatsSnapshot};
 use crate::upstream::{Connection, FetchError, ListChangedHook, Pool, UpstreamTarget};
 use pinfold_resolve_check::key::{CacheKey, fingerprint, session_prefix};
-use pinfold_resolve_check::prepared::{PreparedSignature, PreparedTool, ServedTool};
+use pinfold_resolve_check::prepared::{PreparedSignature, PreparedTool};
 
 /// Everything the engine needs to know about a session, per call.
 #[derive(Debug, Clone)]
@@ -383,7 +383,7 @@ impl Engine {
             validate(ctx, tool, arguments).await?;
             inner.stats.static_answer();
             return Ok(Resolution {
-                tool: ServedTool::declared(tool.worst_case_shared()),
+                tool: tool.served_declared(),
                 source: Source::Static,
                 conformant: true,
                 violations: Vec::new(),
@@ -696,7 +696,7 @@ fn serve(
             .into_iter()
             .collect();
         return Resolution {
-            tool: ServedTool::declared(tool.worst_case_shared()),
+            tool: tool.served_declared(),
             source: Source::Fallback,
             conformant: false,
             violations: f.violations().to_vec(),
@@ -719,7 +719,7 @@ fn serve(
 fn fallback(inner: &Inner, tool: &PreparedTool, reason: FallbackReason) -> Resolution {
     inner.stats.fallback(reason);
     Resolution {
-        tool: ServedTool::declared(tool.worst_case_shared()),
+        tool: tool.served_declared(),
         source: Source::Fallback,
         conformant: true,
         violations: Vec::new(),
