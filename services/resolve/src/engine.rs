@@ -52,7 +52,7 @@ use pinfold_core::ids::TenantId;
 use serde_json::Value;
 use tokio::sync::watch;
 
-use crate::answer::Fetched;
+use crate::answer::{Fetched, HitBody};
 use crate::cache::{Generation, ResolveCache, weigh};
 pub use crate::resolution::{Resolution, ResolveEvent, Source};
 pub use crate::session::CachePolicy;
@@ -707,11 +707,17 @@ fn serve(
         };
     }
     let mut r = f.served(source);
-    if source == Source::Cache {
-        // Every hit of this answer sends the bytes rendered when it was
-        // cached.
-        let body = f.hit_body.get_or_init(|| f.render_hit_body());
-        r.body = (!body.is_empty()).then(|| body.clone());
+    match source {
+        Source::Cache => {
+            // Every hit of this answer sends the bytes rendered when it
+            // was cached.
+            let body = &f.hit_body.get_or_init(|| f.render_hit_body()).bytes;
+            r.body = (!body.is_empty()).then(|| body.clone());
+        }
+        // The call that fetched a cached answer sends the same bytes with
+        // its own source (the tool is not serialized twice).
+        Source::Upstream => r.body = f.hit_body.get().and_then(HitBody::as_upstream),
+        _ => {}
     }
     r
 }
