@@ -93,8 +93,10 @@ pub struct GuardArgs {
     /// permissive (shown, flagged) or advisory (shown; noted on stderr).
     #[arg(long, default_value = "strict")]
     pub mode: String,
-    /// Which calls go through, decided on each tool's reviewed worst case:
-    /// all, non_destructive or read_only.
+    /// Which calls go through, decided on each call's annotations (the
+    /// reviewed worst case, or for a resolvable tool the server's
+    /// resolution of the call, checked against the signature): all,
+    /// non_destructive or read_only.
     #[arg(long, default_value = "all")]
     pub calls: String,
     /// The environment variable holding the bearer token for Pinfold.

@@ -17,6 +17,7 @@
 use std::collections::HashMap;
 
 use pinfold_core::Mode;
+use pinfold_core::annotations::Annotations;
 use pinfold_core::card::{Limits, Signature};
 use pinfold_core::guard::{
     self, CallsPolicy, Standing, TOOL_RESOLUTION, ToolsReview, invalid_arguments, review_list,
@@ -65,6 +66,9 @@ pub struct Proxy {
     cut: HashMap<String, &'static str>,
     /// Upstream list digests whose drifts were noted.
     noted: Vec<String>,
+    /// Client calls waiting for the server's resolution of their
+    /// annotations, by the id of the guard's own request.
+    resolving: HashMap<String, Value>,
     next_id: u64,
 }
 
@@ -106,6 +110,7 @@ impl Proxy {
             waiting: Vec::new(),
             cut: HashMap::new(),
             noted: Vec::new(),
+            resolving: HashMap::new(),
             next_id: 0,
         }
     }
@@ -263,9 +268,56 @@ impl Proxy {
                 return;
             }
         }
-        // Over stdio there is no resolve engine: every call is decided on
-        // its tool's worst case.
-        if let Err(result) = tool.check_policy(self.calls, None) {
+        // A policy that looks at annotations, on a tool that resolves
+        // them per call: ask the server for this call's annotations (SEP-1862
+        // `tools/resolve`, or `tools/annotations`), and decide on the answer.
+        let method = self
+            .prepared
+            .as_ref()
+            .and_then(|p| p.tool(name))
+            .and_then(|p| p.kind().method());
+        if self.calls != CallsPolicy::All
+            && tool.standing() != Standing::Undeclared
+            && let Some(method) = method
+        {
+            let arguments = msg
+                .pointer("/params/arguments")
+                .cloned()
+                .unwrap_or_else(|| json!({}));
+            self.next_id += 1;
+            let rid = format!("pinfold-guard-{}", self.next_id);
+            out.push(Out::Server(json!({
+                "jsonrpc": "2.0", "id": rid, "method": method,
+                "params": {"name": name, "arguments": arguments, "_meta": {
+                    "io.modelcontextprotocol/clientCapabilities":
+                        {"extensions": {TOOL_RESOLUTION: {}}}}}
+            })));
+            self.resolving.insert(rid, msg);
+            return;
+        }
+        self.policy(msg, None, out);
+    }
+
+    /// Decides the route's calls policy for a call on `resolved` (its
+    /// resolution, within the signature) or else on its tool's worst case,
+    /// and forwards or refuses it.
+    fn policy(&self, msg: Value, resolved: Option<&Annotations>, out: &mut Vec<Out>) {
+        let id = msg.get("id").cloned().unwrap_or(Value::Null);
+        let name = msg
+            .pointer("/params/name")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        let Some(tool) = self.review.as_ref().and_then(|r| r.call(name).ok()) else {
+            out.push(Out::Client(error(
+                &id,
+                rpc_error(
+                    guard::REFUSED,
+                    "Refused by Pinfold: the tool is no longer shown",
+                ),
+            )));
+            return;
+        };
+        if let Err(result) = tool.check_policy(self.calls, resolved) {
             out.push(Out::Note(format!(
                 "pinfold guard: refused a call of {name:?} under --calls {}",
                 self.calls
@@ -274,6 +326,37 @@ impl Proxy {
             return;
         }
         out.push(Out::Server(msg));
+    }
+
+    /// The server's answer to the guard's resolution of a waiting call:
+    /// its annotations when the answer is within the signature, else the
+    /// worst case.
+    fn resolved(&mut self, call: Value, answer: &Value, out: &mut Vec<Out>) {
+        let name = call
+            .pointer("/params/name")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned();
+        let prepared = self.prepared.as_ref().and_then(|p| p.tool(&name));
+        let annotations = match (answer.get("result"), prepared) {
+            (Some(result), Some(p)) => match p.check(result, &self.limits) {
+                Ok(report) if report.conformant => {
+                    let served = p.served_tool(result.clone());
+                    let mut errors = pinfold_core::error::ValidationErrors::new();
+                    let a = Annotations::parse(&served["annotations"], "", &mut errors);
+                    errors.is_empty().then_some(a)
+                }
+                _ => {
+                    out.push(Out::Note(format!(
+                        "pinfold guard: the server's resolution of {name:?} is outside the \
+                         signature; the call is decided on the worst case"
+                    )));
+                    None
+                }
+            },
+            _ => None,
+        };
+        self.policy(call, annotations.as_ref(), out);
     }
 
     /// Handles one message from the server.
@@ -294,6 +377,8 @@ impl Proxy {
                     .is_some_and(|f| id.as_str() == Some(&f.id))
                 {
                     self.page(&msg, &mut out);
+                } else if let Some(call) = id.as_str().and_then(|i| self.resolving.remove(i)) {
+                    self.resolved(call, &msg, &mut out);
                 } else if let Some(key) = self.cut.remove(&id.to_string()) {
                     let cut = self.cut_list(msg, key, &mut out);
                     out.push(Out::Client(cut));

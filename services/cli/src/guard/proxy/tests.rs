@@ -246,3 +246,81 @@ fn the_marker_is_shown_to_clients_of_the_extension_only() {
         true
     );
 }
+
+/// Under a policy that looks at annotations, a call of a resolvable tool
+/// is decided on the server's resolution of that call: a read goes
+/// through, a delete is refused, and an answer outside the signature (or
+/// an error) counts as the worst case.
+#[test]
+fn resolvable_calls_are_decided_on_their_resolution() {
+    let card = json!({"name": "io.github.acme/files", "version": "1.0.0", "signature": {"tools": [
+        {"name": "manage", "inputSchema": {"type": "object", "properties": {"action": {"type": "string"}}},
+         "annotations": [{"readOnlyHint": true, "openWorldHint": false},
+                         {"readOnlyHint": false, "destructiveHint": true, "openWorldHint": false}],
+         "resolve": true}]}});
+    let listed = vec![json!({"name": "manage",
+        "inputSchema": {"type": "object", "properties": {"action": {"type": "string"}}},
+        "annotations": {"readOnlyHint": false, "destructiveHint": true, "openWorldHint": false}})];
+    let proxy_under = |calls| {
+        let sig = ServerCard::from_value(&card, &Limits::default())
+            .unwrap()
+            .signature;
+        Proxy::new(sig, Some(&card), Mode::Strict, calls, Limits::default())
+    };
+    let mut p = proxy_under(CallsPolicy::ReadOnly);
+    start(&mut p, listed.clone());
+    let answer =
+        |ann: Value| json!({"resultType": "complete", "name": "manage", "annotations": ann});
+    let cases = [
+        (
+            json!({"action": "read"}),
+            Some(answer(
+                json!({"readOnlyHint": true, "openWorldHint": false}),
+            )),
+            true,
+        ),
+        (
+            json!({"action": "delete"}),
+            Some(answer(
+                json!({"readOnlyHint": false, "destructiveHint": true, "openWorldHint": false}),
+            )),
+            false,
+        ),
+        // Read-only, but open world: no declared possibility allows it.
+        (
+            json!({"action": "read"}),
+            Some(answer(json!({"readOnlyHint": true, "openWorldHint": true}))),
+            false,
+        ),
+        (json!({"action": "read"}), None, false),
+    ];
+    for (i, (arguments, result, forwarded)) in cases.into_iter().enumerate() {
+        let id = 100 + i as u64;
+        let out = p.from_client(call(id, "manage", arguments.clone()));
+        let ask = to_server(&out);
+        assert_eq!(ask.len(), 1, "{out:?}");
+        assert_eq!(ask[0]["method"], "tools/resolve");
+        assert_eq!(ask[0]["params"]["arguments"], arguments);
+        let reply = match result {
+            Some(r) => json!({"jsonrpc": "2.0", "id": ask[0]["id"], "result": r}),
+            None => json!({"jsonrpc": "2.0", "id": ask[0]["id"],
+                           "error": {"code": -32601, "message": "Method not found"}}),
+        };
+        let out = p.from_server(reply);
+        if forwarded {
+            assert_eq!(
+                to_server(&out),
+                [&call(id, "manage", arguments)],
+                "case {i}"
+            );
+        } else {
+            assert!(to_server(&out).is_empty(), "case {i}: {out:?}");
+            assert_eq!(to_client(&out)[0]["result"]["isError"], true, "case {i}");
+        }
+    }
+    // Under `all`, no resolution is asked for.
+    let mut all = proxy_under(CallsPolicy::All);
+    start(&mut all, listed);
+    let out = all.from_client(call(1, "manage", json!({"action": "delete"})));
+    assert_eq!(to_server(&out)[0]["method"], "tools/call");
+}
