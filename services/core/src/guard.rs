@@ -362,13 +362,35 @@ pub fn review_tools(
     let observed = Observation::from_value(&json!({ "tools": listed }), limits)?;
     let report = contain::check(signature, &observed, Mode::Advisory);
 
+    // A tool that resolves its annotations per call is listed with its
+    // worst case (SEP-1862 and the dynamic-annotations draft: a client
+    // that does not resolve sees the most conservative profile), which
+    // need not be one of its declared possibilities: listed so, it is
+    // within the signature.
+    let declared = signature.tool_index();
+    let listed_worst_case: std::collections::HashSet<&str> = observed
+        .tools
+        .iter()
+        .filter(|(_, t, _)| {
+            declared.get(t.name.as_str()).is_some_and(|d| {
+                (d.resolvable() || d.dynamic_annotations) && {
+                    let worst = reduce_annotations(d);
+                    t.possibilities.iter().all(|p| p.conforms_to(&worst))
+                }
+            })
+        })
+        .map(|(_, t, _)| t.name.as_str())
+        .collect();
+
     // Findings by tool name, in list order.
     let mut changes: HashMap<&str, Vec<DriftChange>> = HashMap::new();
     for v in &report.violations {
         let Some(name) = v.name.as_deref() else {
             continue;
         };
-        if v.kind == ViolationKind::UndeclaredTool {
+        if v.kind == ViolationKind::UndeclaredTool
+            || (v.kind == ViolationKind::AnnotationNotDeclared && listed_worst_case.contains(name))
+        {
             continue;
         }
         changes.entry(name).or_default().push(DriftChange {
@@ -390,7 +412,6 @@ pub fn review_tools(
         });
     }
 
-    let declared = signature.tool_index();
     let mut tools = Vec::with_capacity(listed.len());
     let mut index = HashMap::with_capacity(listed.len());
     for (i, (_, t, _)) in observed.tools.iter().enumerate() {

@@ -342,3 +342,38 @@ fn a_server_cannot_pass_its_items_off_as_reviewed() {
     .unwrap();
     assert!(shown["prompts"][0].get("_meta").is_none(), "{shown}");
 }
+
+/// A resolvable tool listed with its worst case is within the signature,
+/// even when the worst case is none of its declared possibilities; other
+/// annotations that are none of them are still a drift.
+#[test]
+fn a_resolvable_tool_listed_with_its_worst_case_is_reviewed() {
+    let card = json!({"name": "io.github.acme/files", "version": "1.0.0", "signature": {"tools": [
+        {"name": "manage_files", "inputSchema": {"type": "object"},
+         "annotations": [
+            {"readOnlyHint": true, "destructiveHint": false, "idempotentHint": true, "openWorldHint": false},
+            {"readOnlyHint": false, "destructiveHint": false, "idempotentHint": false, "openWorldHint": false},
+            {"readOnlyHint": false, "destructiveHint": true, "idempotentHint": true, "openWorldHint": false}],
+         "_meta": {"io.modelcontextprotocol/tool-resolution": {"resolvable": true}}}]}});
+    let sig = ServerCard::from_value(&card, &Limits::default())
+        .unwrap()
+        .signature;
+    let listed = |annotations: Value| {
+        json!({"tools": [{"name": "manage_files", "inputSchema": {"type": "object"},
+            "annotations": annotations,
+            "_meta": {"io.modelcontextprotocol/tool-resolution": {"resolvable": true}}}]})
+    };
+    // The worst case: destructive and not idempotent, which no single
+    // possibility is.
+    let worst = listed(json!({"readOnlyHint": false, "destructiveHint": true,
+                              "idempotentHint": false, "openWorldHint": false}));
+    let r = review_tools(&sig, &worst, Mode::Strict, &Limits::default()).unwrap();
+    assert!(r.drifts().is_empty(), "{:?}", r.drifts());
+    assert!(r.call("manage_files").is_ok());
+    // Open world is worse than anything declared: a drift.
+    let open = listed(json!({"readOnlyHint": false, "destructiveHint": true,
+                             "idempotentHint": false, "openWorldHint": true}));
+    let r = review_tools(&sig, &open, Mode::Strict, &Limits::default()).unwrap();
+    assert_eq!(r.drifts().len(), 1);
+    assert_eq!(r.call("manage_files").unwrap_err().reason, Reason::Drifted);
+}
