@@ -29,7 +29,11 @@
 // 127.0.0.1), --stateless (no MCP session ids: every POST stands alone, as
 // the sessionless protocol revision expects), --sse (answer requests on an
 // SSE stream instead of a JSON body), --result-meta (add a deterministic
-// `_meta` to every resolve result).
+// `_meta` to every resolve result), --stdio (serve one client over stdin and
+// stdout instead of HTTP, as a desktop client starts a server).
+//
+// `tools/call` of manage_files answers one text block saying what it would
+// do (`manage_files: read /notes.txt`); it changes nothing.
 //
 // Endpoints: POST|GET|DELETE /mcp (the MCP endpoint); GET /calls (JSON-RPC
 // requests received, by method: {"total", "resolve", "methods": {...}});
@@ -41,7 +45,9 @@ import { parseArgs } from "node:util";
 import { z } from "zod";
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
+import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import {
+  CallToolRequestSchema,
   ErrorCode,
   ListToolsRequestSchema,
   McpError,
@@ -62,6 +68,7 @@ const { values: opts } = parseArgs({
     stateless: { type: "boolean", default: false },
     sse: { type: "boolean", default: false },
     "result-meta": { type: "boolean", default: false },
+    stdio: { type: "boolean", default: false },
   },
   strict: true,
 });
@@ -182,6 +189,13 @@ function newMcpServer() {
   server.setRequestHandler(ResolveToolRequestSchema, async (request) =>
     resolveTool(server, request.params),
   );
+  server.setRequestHandler(CallToolRequestSchema, async (request) => {
+    const { name, arguments: args } = request.params;
+    if (name !== "manage_files") {
+      throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${name}`);
+    }
+    return { content: [{ type: "text", text: `manage_files: ${args?.action} ${args?.path}` }] };
+  });
   return server;
 }
 
@@ -311,7 +325,11 @@ const http = createServer((req, res) => {
   });
 });
 
-http.listen(port, opts.host, () => {
+if (opts.stdio) {
+  const server = newMcpServer();
+  await server.connect(new StdioServerTransport());
+  console.error(`pinfold-ts-upstream (${opts.shape} shape) on stdio`);
+} else http.listen(port, opts.host, () => {
   // The first line of stdout is the port alone, for scripts.
   process.stdout.write(`${http.address().port}\n`);
   console.error(

@@ -413,3 +413,96 @@ async fn the_python_sdk_client_sees_the_same_through_the_guard() {
     assert_eq!(results[1]["error"]["code"], -32010, "{report}");
     assert_eq!(results[1]["error"]["data"]["reason"], "undeclared");
 }
+
+/// `examples/ts-upstream` with its packages; `None` (after saying why)
+/// without them, unless `PINFOLD_REQUIRE_TS_PEER` is set (CI).
+fn ts_upstream() -> Option<std::path::PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/ts-upstream");
+    if dir.join("node_modules/@modelcontextprotocol/sdk").is_dir() {
+        return Some(dir);
+    }
+    assert!(
+        std::env::var_os("PINFOLD_REQUIRE_TS_PEER").is_none(),
+        "run `npm ci --prefix examples/ts-upstream` first"
+    );
+    eprintln!("skipped: npm ci --prefix examples/ts-upstream");
+    None
+}
+
+/// A read-only route over a tool that resolves its annotations per call
+/// (the TypeScript SDK upstream, extension shape, over stdio): the guard
+/// asks the server how each call resolves, forwards the read and refuses
+/// the delete of the same tool, and the tool listed with its worst case
+/// is shown as reviewed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_only_route_forwards_a_read_and_refuses_a_delete_of_a_resolvable_tool() {
+    let (Some(dir), Some(ts)) = (peers(), ts_upstream()) else {
+        return;
+    };
+    let app = TestApp::new().await;
+    let base = serve_local(app.router.clone()).await;
+    let card: Value = serde_json::from_slice(
+        &std::fs::read(ts.join("manage-files-extension-1.0.0.json")).unwrap(),
+    )
+    .unwrap();
+    let name = card["name"].as_str().unwrap().to_owned();
+    publish(&app, &card, true).await;
+    let token = app.as_roles("desktop", &["reader"]);
+    let cache = tempfile::tempdir().unwrap();
+    let tenant = app.tenant.to_string();
+    let mut cmd = tokio::process::Command::new("node");
+    cmd.arg(dir.join("sdk-guarded.mjs"))
+        .arg(
+            json!([
+                {"name": "manage_files", "arguments": {"path": "/notes.txt", "action": "read"}},
+                {"name": "manage_files", "arguments": {"path": "/notes.txt", "action": "delete"}},
+            ])
+            .to_string(),
+        )
+        .arg(PINFOLD)
+        .args([
+            "guard",
+            "--url",
+            &base,
+            "--tenant",
+            &tenant,
+            "--server",
+            &name,
+            "--calls",
+            "read_only",
+            "--cache-dir",
+            cache.path().to_str().unwrap(),
+            "--",
+            "node",
+        ])
+        .arg(ts.join("server.mjs"))
+        .args(["--stdio", "--shape", "extension"])
+        .env("PINFOLD_TOKEN", &token)
+        .stdin(Stdio::null())
+        .kill_on_drop(true);
+    let out = tokio::time::timeout(Duration::from_secs(90), cmd.output())
+        .await
+        .expect("the SDK client finishes")
+        .expect("node runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        names(&report),
+        BTreeSet::from(["manage_files".to_owned()]),
+        "{stderr}"
+    );
+    let results = report["calls"].as_array().unwrap();
+    // The read resolved read-only: the server answered it.
+    assert_eq!(
+        results[0]["result"]["content"][0]["text"], "manage_files: read /notes.txt",
+        "{report}"
+    );
+    // The delete resolved destructive: refused before the server.
+    assert_eq!(results[1]["result"]["isError"], true, "{report}");
+    let text = results[1]["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(
+        text.contains("read_only") && text.contains("as resolved"),
+        "{text}"
+    );
+}
