@@ -31,13 +31,18 @@ pub enum EventError {
     Unreadable(String),
 }
 
-/// One event: its `data` (lines joined with `\n`) and its `event` name.
+/// One event: its `data` (lines joined with `\n`), its `event` name, its
+/// `id` and the `retry` delay it asks for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Event {
     /// The data, if the event had a `data` field.
     pub data: Option<String>,
     /// The event type, if named.
     pub event: Option<String>,
+    /// The event id (what a client resumes from with `Last-Event-ID`).
+    pub id: Option<String>,
+    /// The reconnection delay in milliseconds, if the event set one.
+    pub retry: Option<u64>,
 }
 
 /// Counts the bytes since the last blank line, and fails the byte stream
@@ -123,6 +128,8 @@ where
         Ok(sse) => Ok(Event {
             data: sse.data,
             event: sse.event,
+            id: sse.id,
+            retry: sse.retry,
         }),
         Err(sse_stream::Error::Body(_)) if over.load(Ordering::Relaxed) => {
             Err(EventError::TooLarge(max))

@@ -10,5 +10,6 @@
 //! Layers from the bottom: [`model`] (routes and what pins them), [`store`]
 //! (`GuardStore`).
 
+pub mod endpoint;
 pub mod model;
 pub mod store;

@@ -20,6 +20,9 @@ pub struct ProtectedResource {
     /// Issuers of the tokens Pinfold accepts (the configured ones that are
     /// URLs).
     pub authorization_servers: Vec<String>,
+    /// The same issuers with the tenants their tokens can act in (`None`:
+    /// any tenant, the token names it).
+    pub tenant_servers: Vec<(String, Option<Vec<pinfold_core::ids::TenantId>>)>,
 }
 
 /// The well-known path of RFC 9728 §3.
@@ -30,16 +33,37 @@ impl ProtectedResource {
     /// `public_url` (unset when empty) and, as authorization servers, the
     /// configured issuers that are `http(s)` URLs without credentials.
     pub fn from_config(cfg: &Config) -> ProtectedResource {
-        ProtectedResource {
-            public_url: (!cfg.public_url.is_empty()).then(|| cfg.public_url.clone()),
-            authorization_servers: cfg
-                .auth
+        let urls = || {
+            cfg.auth
                 .issuers
                 .iter()
-                .map(|i| i.issuer.clone())
-                .filter(|i| crate::url_policy::http_url(i).is_ok())
+                .filter(|i| crate::url_policy::http_url(&i.issuer).is_ok())
+        };
+        ProtectedResource {
+            public_url: (!cfg.public_url.is_empty()).then(|| cfg.public_url.clone()),
+            authorization_servers: urls().map(|i| i.issuer.clone()).collect(),
+            tenant_servers: urls()
+                .map(|i| {
+                    // No rules: the token names its own tenant (any).
+                    let tenants = (!i.rules.is_empty()).then(|| {
+                        i.rules
+                            .iter()
+                            .filter_map(|r| pinfold_core::ids::TenantId::parse(&r.tenant).ok())
+                            .collect()
+                    });
+                    (i.issuer.clone(), tenants)
+                })
                 .collect(),
         }
+    }
+
+    /// The authorization servers whose tokens can act in `tenant`.
+    pub fn authorization_servers_for(&self, tenant: &pinfold_core::ids::TenantId) -> Vec<String> {
+        self.tenant_servers
+            .iter()
+            .filter(|(_, t)| t.as_ref().is_none_or(|t| t.contains(tenant)))
+            .map(|(i, _)| i.clone())
+            .collect()
     }
 
     /// The resource identifier: `public_url`, else `http://<Host>` (a Host
@@ -100,4 +124,31 @@ pub(crate) fn add_resource_metadata(resp: &mut Response, url: &str) {
     for v in values {
         resp.headers_mut().append(header::WWW_AUTHENTICATE, v);
     }
+}
+
+/// The RFC 9728 metadata of one guard endpoint, `/t/{tenant}/mcp/{server}`:
+/// found at the well-known path with the endpoint's path appended (§3.1),
+/// it names the endpoint as the resource and, as authorization servers, the
+/// issuers whose tokens can act in the tenant, so an MCP client that is
+/// refused with a `401` finds where to sign in. `None` for a tenant id that
+/// cannot be one.
+pub fn guard_metadata(
+    pr: &ProtectedResource,
+    host: Option<&HeaderValue>,
+    tenant: &str,
+    server: &str,
+) -> Option<serde_json::Value> {
+    let t = pinfold_core::ids::TenantId::parse(tenant).ok()?;
+    let base = pr.base(host);
+    let mut doc = serde_json::json!({
+        "resource": format!("{base}/t/{tenant}/mcp/{server}"),
+        "bearer_methods_supported": ["header"],
+        "resource_name": format!("Pinfold guard for {server}"),
+        "resource_documentation": format!("{base}/docs"),
+    });
+    let servers = pr.authorization_servers_for(&t);
+    if !servers.is_empty() {
+        doc["authorization_servers"] = serde_json::json!(servers);
+    }
+    Some(doc)
 }
