@@ -50,8 +50,8 @@ EXPECT = {
     "default": {"Deployment": 1, "Service": 1, "HorizontalPodAutoscaler": 0,
                 "PodDisruptionBudget": 1, "Job": 1, "Secret": 1, "ServiceMonitor": 0,
                 "Ingress": 0},
-    "split-hpa": {"Deployment": 4, "Service": 4, "HorizontalPodAutoscaler": 4,
-                  "PodDisruptionBudget": 4, "Job": 1, "Secret": 1, "ServiceMonitor": 1,
+    "split-hpa": {"Deployment": 5, "Service": 5, "HorizontalPodAutoscaler": 5,
+                  "PodDisruptionBudget": 5, "Job": 1, "Secret": 1, "ServiceMonitor": 1,
                   "Ingress": 1},
     "minimal": {"Deployment": 1, "Service": 1, "HorizontalPodAutoscaler": 0,
                 "PodDisruptionBudget": 0, "Job": 1, "Secret": 1, "ServiceMonitor": 0,
@@ -61,11 +61,11 @@ EXPECT = {
                      "Ingress": 0},
 }
 # The services of `pinfold serve --services` (services/server/src/services.rs).
-SERVICES = ["tenancy", "registry", "resolve", "scope"]
+SERVICES = ["tenancy", "registry", "resolve", "scope", "guard"]
 # OpenAPI tag -> the service whose router serves the tagged operations. A new
 # tag fails the check until it is mapped here (and routed by the Ingress).
 TAG_SERVICE = {"tenants": "tenancy", "registry": "registry", "subregistry": "registry",
-               "resolve": "resolve", "scope": "scope"}
+               "resolve": "resolve", "scope": "scope", "guard": "guard"}
 # Operational routes: every process serves them; the Ingress must not expose them,
 # except those clients must reach (PUBLIC_OPERATIONAL: any role may answer).
 OPERATIONAL = {"operations"}

@@ -405,6 +405,8 @@ fn app_router(
     let keyring = Arc::new(keyring);
     let registry =
         pinfold_server::registry_wiring::registry_state(store, keyring.clone(), cfg.limits.clone());
+    let guard =
+        pinfold_server::guard_wiring::guard_state(store, &registry, keyring.clone(), egress);
     let scope = pinfold_server::scope_wiring::scope_state(store, &registry, keyring, egress);
     let policies = pinfold_server::policy_cache::PolicyCache::new(store.tenants());
     let resolve = pinfold_server::resolve_wiring::resolve_state(
@@ -421,6 +423,7 @@ fn app_router(
             registry,
             resolve,
             scope,
+            guard,
             protected_resource: Arc::new(ProtectedResource::from_config(cfg)),
             authn: authn.clone(),
             metrics: Arc::new(Metrics::default()),

@@ -54,7 +54,7 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 
 {{/* The services `pinfold serve --services` knows, in order. */}}
 {{- define "pinfold.serviceNames" -}}
-{{- list "tenancy" "registry" "resolve" "scope" | toJson -}}
+{{- list "tenancy" "registry" "resolve" "scope" "guard" | toJson -}}
 {{- end }}
 
 {{/*
@@ -101,6 +101,7 @@ directly). docs/OPERATIONS.md has the same table.
   (dict "path" "/t/[^/]+/v0\\.1(/|$)" "role" "registry")
   (dict "path" (printf "%s/sessions(/|$)" $t) "role" "resolve")
   (dict "path" (printf "%s/servers/[^/]+/versions/[^/]+/scopes$" $t) "role" "scope")
+  (dict "path" (printf "%s/servers/[^/]+/guard$" $t) "role" "guard")
   (dict "path" (printf "%s/(providers|scopes|grants)(/|$)" $t) "role" "scope")
   (dict "path" "/v1(/|$)" "role" "tenancy")
   (dict "path" "/docs(/|$)" "role" "tenancy")

@@ -8,8 +8,16 @@
 //! routes and carries the rules onto Streamable HTTP.
 //!
 //! Layers from the bottom: [`model`] (routes and what pins them), [`store`]
-//! (`GuardStore`).
+//! (`GuardStore`), [`state`] (what the routes need from the server:
+//! `Servers` over the registry, `Sealer` over the keyring, the egress path;
+//! `GuardState`), [`routes`] (`/v1/tenants/{tenant}/servers/{server}/guard`:
+//! put, read, delete a route).
 
 pub mod endpoint;
 pub mod model;
+pub mod routes;
+pub mod state;
 pub mod store;
+
+pub use routes::router;
+pub use state::{GuardState, PinnedServer, Sealer, Servers};

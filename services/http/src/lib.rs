@@ -19,6 +19,7 @@ pub mod ratelimit;
 pub mod report;
 pub mod schema;
 pub mod tenant;
+pub mod upstream;
 
 pub use auth::{Authenticator, Principal, Role};
 pub use body::StrictJson;

@@ -41,7 +41,8 @@ pub fn version_not_found() -> ApiError {
     .detail("no such server version in this tenant")
 }
 
-pub(crate) fn server_not_found() -> ApiError {
+/// 404 `server_not_found`: the tenant has no such server.
+pub fn server_not_found() -> ApiError {
     ApiError::new(
         StatusCode::NOT_FOUND,
         "server_not_found",

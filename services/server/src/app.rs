@@ -35,6 +35,8 @@ pub struct AppContext {
     pub resolve: pinfold_resolve::ResolveState,
     /// The scope service.
     pub scope: pinfold_scope::ScopeState,
+    /// The guard's routes.
+    pub guard: pinfold_guard::GuardState,
     /// What Pinfold says of itself as an OAuth protected resource.
     pub protected_resource: Arc<ProtectedResource>,
     /// Token verification.
@@ -71,6 +73,7 @@ in dev mode `pinfold serve` prints ready-made tokens.",
         (name = "subregistry", description = "The official MCP registry's read API (/v0.1) over a tenant's approved versions: use https://<pinfold>/t/<tenant> as the base URL of a private subregistry. Pinfold's digest, attestation, enforcement mode and worst-case tools are under _meta[\"io.github.pinfold/pinfold\"]; not-found answers are the official {\"error\": \"...\"}"),
         (name = "resolve", description = "Resolve sessions: tools/resolve and tools/annotations, fetched from the upstream once per session and checked against the signature"),
         (name = "scope", description = "OAuth scopes: the scope envelope of a version, least-privilege plans with their insufficient_scope challenge, provider profiles, and grants (PKCE S256, single-use state, RFC 8707 resource) with their ledger"),
+        (name = "guard", description = "Guard routes: put a server behind the guard (where its upstream is, which approved version binds it, under which mode and calls policy); its upstream headers sealed, never returned"),
     )
 )]
 struct ApiDoc;
@@ -137,6 +140,7 @@ pub fn openapi_for(service: Service) -> Option<utoipa::openapi::OpenApi> {
         Service::Registry => Some(pinfold_registry::router().into_openapi()),
         Service::Resolve => Some(pinfold_resolve::routes::router().into_openapi()),
         Service::Scope => Some(pinfold_scope::routes::router().into_openapi()),
+        Service::Guard => Some(pinfold_guard::router().into_openapi()),
     }
 }
 
@@ -166,6 +170,10 @@ fn service_router(ctx: &AppContext, service: Service) -> Router {
             .split_for_parts()
             .0
             .with_state(ctx.scope.clone()),
+        Service::Guard => pinfold_guard::router()
+            .split_for_parts()
+            .0
+            .with_state(ctx.guard.clone()),
     }
 }
 

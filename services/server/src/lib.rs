@@ -14,6 +14,7 @@ pub mod devkeys;
 pub mod edge;
 pub mod egress_wiring;
 pub mod fastpath;
+pub mod guard_wiring;
 pub mod metrics;
 pub mod policy_cache;
 pub mod protected_resource;

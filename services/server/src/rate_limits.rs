@@ -12,7 +12,7 @@
 //! | `resolve` | every `.../sessions` route (open, list, read, close, resolve, batch) |
 //! | `plan` | `POST .../scopes/plan` |
 //! | `grants` | `GET`/`POST .../grants`, `POST .../grants/{grant}/exchange`, `GET`/`PUT .../providers/{provider}` |
-//! | `reads` | every other tenant route: reads, the `/t/{tenant}/v0.1` subregistry, verify, and the light writes (review, status, policy) |
+//! | `reads` | every other tenant route: reads, the `/t/{tenant}/v0.1` subregistry, verify, and the light writes (review, status, policy, guard routes) |
 //!
 //! Routes without a tenant (`POST /v1/tenants`, the operational routes)
 //! are not limited.
@@ -48,6 +48,7 @@ pub fn classify(method: &Method, template: &str) -> Option<RouteClass> {
         | ("GET" | "PUT", "/providers/{provider}") => Grants,
         ("GET", "" | "/audit" | "/jwks.json" | "/servers" | "/servers/{server}")
         | ("GET" | "PUT", "/policy")
+        | ("GET" | "PUT" | "DELETE", "/servers/{server}/guard")
         | (
             "GET",
             "/servers/{server}/diff"

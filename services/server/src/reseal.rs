@@ -111,6 +111,7 @@ fn context_of(column: SealedColumn, key: &str) -> Option<String> {
         SealedColumn::UpstreamHeaders => Some(pinfold_resolve::headers_context(key).to_owned()),
         SealedColumn::ClientSecret => Some(pinfold_scope::secret_context(key)),
         SealedColumn::PkceVerifier => Some(pinfold_scope::verifier_context(key)),
+        SealedColumn::GuardHeaders => Some(pinfold_guard::model::headers_context(key)),
     }
 }
 

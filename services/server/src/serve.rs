@@ -197,6 +197,7 @@ pub async fn start(cfg: Config, listener: Option<TcpListener>) -> anyhow::Result
     );
     let registry =
         crate::registry_wiring::registry_state(&store, keyring.clone(), cfg.limits.clone());
+    let guard = crate::guard_wiring::guard_state(&store, &registry, keyring.clone(), &egress);
     let scope = crate::scope_wiring::scope_state(&store, &registry, keyring, &egress);
     let policies = crate::policy_cache::PolicyCache::new(store.tenants());
     let resolve =
@@ -226,6 +227,7 @@ pub async fn start(cfg: Config, listener: Option<TcpListener>) -> anyhow::Result
         registry,
         resolve,
         scope,
+        guard,
         protected_resource: Arc::new(ProtectedResource::from_config(&cfg)),
         authn,
         metrics: Arc::new(Metrics::default()),

@@ -22,15 +22,18 @@ pub enum Service {
     /// Provider profiles, plans and grants: `/v1/tenants/{tenant}/providers/...`,
     /// `.../plans`, `.../grants/...`.
     Scope,
+    /// Guard routes: `/v1/tenants/{tenant}/servers/{server}/guard`.
+    Guard,
 }
 
 impl Service {
     /// Every service, in the order they are listed and mounted.
-    pub const ALL: [Service; 4] = [
+    pub const ALL: [Service; 5] = [
         Service::Tenancy,
         Service::Registry,
         Service::Resolve,
         Service::Scope,
+        Service::Guard,
     ];
 
     /// The name `--services` and the configuration use.
@@ -40,6 +43,7 @@ impl Service {
             Service::Registry => "registry",
             Service::Resolve => "resolve",
             Service::Scope => "scope",
+            Service::Guard => "guard",
         }
     }
 

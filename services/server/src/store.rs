@@ -93,6 +93,14 @@ impl Store {
         }
     }
 
+    /// The guard's route store.
+    pub fn guard(&self) -> Arc<dyn pinfold_guard::store::GuardStore> {
+        match self {
+            Store::Sqlite(s) => Arc::new(s.clone()),
+            Store::Postgres(s) => Arc::new(s.clone()),
+        }
+    }
+
     /// Applies pending migrations: on PostgreSQL as the owner at
     /// `owner_url` when one is given (the runtime role owns nothing and
     /// cannot), else over this store's own connection.

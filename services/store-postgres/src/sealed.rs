@@ -19,6 +19,7 @@ fn target(column: SealedColumn) -> (&'static str, &'static str, &'static str) {
         SealedColumn::UpstreamHeaders => ("resolve_sessions", "id", "upstream_sealed"),
         SealedColumn::ClientSecret => ("scope_providers", "name", "client_secret_sealed"),
         SealedColumn::PkceVerifier => ("scope_grant_states", "grant_id", "verifier_sealed"),
+        SealedColumn::GuardHeaders => ("guard_routes", "server", "headers_sealed"),
     }
 }
 

@@ -13,6 +13,7 @@
 //! struct names.
 
 mod error;
+mod guard;
 mod registry;
 mod resolve;
 mod scope;
@@ -20,6 +21,7 @@ mod sealed;
 mod tenancy;
 
 pub use error::{is_unavailable, registry_error, registry_error_from, store_error};
+pub use guard::{GuardRouteDbRow, guard_error, guard_error_from, header_names_json};
 pub use registry::{
     KeyRow, KeyedVersionRow, ListedVersionRow, ReviewRow, ServerSummaryRow, VersionMetaRow,
     VersionRecordRow, VersionRow,

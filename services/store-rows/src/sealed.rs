@@ -14,15 +14,18 @@ pub enum SealedColumn {
     ClientSecret,
     /// A pending grant's PKCE verifier (keyed by grant id).
     PkceVerifier,
+    /// A guard route's upstream headers (keyed by canonical server name).
+    GuardHeaders,
 }
 
 impl SealedColumn {
     /// Every sealed column.
-    pub const ALL: [SealedColumn; 4] = [
+    pub const ALL: [SealedColumn; 5] = [
         SealedColumn::AttestationKey,
         SealedColumn::UpstreamHeaders,
         SealedColumn::ClientSecret,
         SealedColumn::PkceVerifier,
+        SealedColumn::GuardHeaders,
     ];
 
     /// What the column holds, for people.
@@ -32,6 +35,7 @@ impl SealedColumn {
             SealedColumn::UpstreamHeaders => "upstream headers",
             SealedColumn::ClientSecret => "client secrets",
             SealedColumn::PkceVerifier => "PKCE verifiers",
+            SealedColumn::GuardHeaders => "guard upstream headers",
         }
     }
 }
@@ -40,8 +44,8 @@ impl SealedColumn {
 /// value.
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct SealedDbRow {
-    /// The row's key within the tenant (kid, session id, provider name or
-    /// grant id).
+    /// The row's key within the tenant (kid, session id, provider name,
+    /// grant id or server name).
     pub key: String,
     /// The sealed value.
     pub sealed: String,

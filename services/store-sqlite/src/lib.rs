@@ -21,6 +21,7 @@ use pinfold_tenancy::{StoreError, TenantStore};
 use sqlx::SqlitePool;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 
+mod guard;
 mod registry;
 mod resolve;
 mod scope;

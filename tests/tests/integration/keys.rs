@@ -1,6 +1,6 @@
 //! Encryption keys and their rotation, on the backend under test: every
-//! stored secret (attestation keys, upstream headers, client secrets, PKCE
-//! verifiers) keeps working while the key rotates, `pinfold keys reseal`
+//! stored secret (attestation keys, upstream headers of sessions and of
+//! guard routes, client secrets, PKCE verifiers) keeps working while the key rotates, `pinfold keys reseal`
 //! moves them all under the new key (in batches, idempotently, under
 //! PostgreSQL row-level security as the runtime role), and once the old key
 //! is gone, what was re-sealed still works and what was not does not.
@@ -114,6 +114,24 @@ async fn open_session(app: &TestApp, t: &TenantId, up: &Running) -> String {
         .await;
     assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.bytes));
     r.json()["id"].as_str().unwrap().to_owned()
+}
+
+/// Puts the reference server of `t` behind the guard, its upstream the
+/// card's one remote, with the upstream's secret header.
+async fn put_guard_route(app: &TestApp, t: &TenantId) {
+    let admin = token("alice", Some(t.as_str()), &["admin"]);
+    let r = app
+        .send(
+            "PUT",
+            &format!(
+                "/v1/tenants/{t}/servers/{}/guard",
+                server().replace('/', "%2F")
+            ),
+            Some(&admin),
+            Some(json!({"upstream": {"headers": {UPSTREAM_HEADER: UPSTREAM_SECRET}}})),
+        )
+        .await;
+    assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.bytes));
 }
 
 /// Resolves `read` through session `id` of `t`.
@@ -295,6 +313,9 @@ fn open(ring: &Keyring, v: &Stored) -> Result<Vec<u8>, KeyError> {
         SealedColumn::PkceVerifier => {
             ring.open_bound(t, &pinfold_scope::verifier_context(&v.key), &v.sealed)
         }
+        SealedColumn::GuardHeaders => {
+            ring.open_bound(t, &pinfold_guard::model::headers_context(&v.key), &v.sealed)
+        }
     }
 }
 
@@ -304,7 +325,7 @@ fn all_open(ring: &Keyring, values: &[Stored]) {
     for v in values {
         let plain = open(ring, v).unwrap_or_else(|e| panic!("{v:?} does not open: {e}"));
         match v.column {
-            SealedColumn::UpstreamHeaders => {
+            SealedColumn::UpstreamHeaders | SealedColumn::GuardHeaders => {
                 let pairs: Vec<(String, String)> = serde_json::from_slice(&plain).unwrap();
                 assert_eq!(pairs, [(UPSTREAM_HEADER.into(), UPSTREAM_SECRET.into())]);
             }
@@ -386,6 +407,7 @@ async fn rotating_the_encryption_key_keeps_every_secret_and_reseal_moves_them_al
     let (mut early, mut late) = (Vec::new(), Vec::new());
     for t in &tenants {
         publish(&app1, t).await;
+        put_guard_route(&app1, t).await;
         sessions.push((t.clone(), open_session(&app1, t, &up).await));
         let provider = if t == &legacy {
             LEGACY_PROVIDER
@@ -429,9 +451,10 @@ async fn rotating_the_encryption_key_keeps_every_secret_and_reseal_moves_them_al
     assert_eq!(count(SealedColumn::UpstreamHeaders), 3);
     assert_eq!(count(SealedColumn::ClientSecret), 3);
     assert_eq!(count(SealedColumn::PkceVerifier), 6);
+    assert_eq!(count(SealedColumn::GuardHeaders), 3);
     assert_eq!(
         by_key(&under_1),
-        BTreeMap::from([(kid1.clone(), 14), ("legacy".into(), 1)])
+        BTreeMap::from([(kid1.clone(), 17), ("legacy".into(), 1)])
     );
     all_open(&app1.keyring(), &under_1);
     // Sealed for its tenant: another tenant's keys do not open it.
@@ -496,14 +519,15 @@ async fn rotating_the_encryption_key_keeps_every_secret_and_reseal_moves_them_al
     assert_eq!(counts(&dry, SealedColumn::ClientSecret), want(3, 0));
     // The early grants were exchanged: their states are gone.
     assert_eq!(counts(&dry, SealedColumn::PkceVerifier), want(3, 0));
+    assert_eq!(counts(&dry, SealedColumn::GuardHeaders), want(3, 0));
     assert_eq!(
         dry.by_key,
-        BTreeMap::from([(kid1.clone(), 11), (kid2.clone(), 1), ("legacy".into(), 1)])
+        BTreeMap::from([(kid1.clone(), 14), (kid2.clone(), 1), ("legacy".into(), 1)])
     );
 
     // The re-seal, one value per transaction and one tenant per page.
     let (done, out) = run_reseal(&app2, 1, false).await;
-    assert_eq!(done.total(), want(12, 1), "{out}");
+    assert_eq!(done.total(), want(15, 1), "{out}");
     for t in &tenants {
         assert!(
             out.contains(&format!("tenant {t}: ")),
@@ -511,16 +535,16 @@ async fn rotating_the_encryption_key_keeps_every_secret_and_reseal_moves_them_al
         );
     }
     assert!(
-        out.contains("Summary: 3 tenant(s), 13 sealed value(s)"),
+        out.contains("Summary: 3 tenant(s), 16 sealed value(s)"),
         "{out}"
     );
     assert!(!out.contains(UPSTREAM_SECRET) && !out.contains(&k1) && !out.contains(&k2));
     let under_2 = stored(&app2, &tenants).await;
-    assert_eq!(by_key(&under_2), BTreeMap::from([(kid2.clone(), 13)]));
+    assert_eq!(by_key(&under_2), BTreeMap::from([(kid2.clone(), 16)]));
     all_open(&app2.keyring(), &under_2);
     // Again: nothing left to do.
     let (again, _) = run_reseal(&app2, 2, false).await;
-    assert_eq!(again.total(), want(0, 13));
+    assert_eq!(again.total(), want(0, 16));
     assert_eq!(stored(&app2, &tenants).await, under_2);
 
     // Key 1 removed: everything still works with key 2 alone.

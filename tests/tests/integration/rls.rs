@@ -10,13 +10,14 @@ use pinfold_tests::*;
 
 /// Tables whose rows are never changed or removed once written: the
 /// runtime role must hold neither UPDATE nor DELETE on them.
-const IMMUTABLE: [&str; 6] = [
+const IMMUTABLE: [&str; 7] = [
     "tenants",
     "servers",
     "versions",
     "version_reviews",
     "audit_events",
     "tenant_keys",
+    "guard_drifts",
 ];
 
 fn skip_on_sqlite(what: &str) -> bool {
@@ -70,6 +71,8 @@ async fn every_tenant_table_forces_row_level_security_and_the_runtime_role_canno
         "version_status",
         "resolve_sessions",
         "scope_grant_states",
+        "guard_routes",
+        "guard_drifts",
     ] {
         assert!(tables.iter().any(|(n, _)| n == t), "{t} not found");
     }

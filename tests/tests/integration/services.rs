@@ -20,6 +20,7 @@ const OPERATIONS_TODAY: &[(Service, usize)] = &[
     (Service::Tenancy, 5),
     (Service::Registry, 15),
     (Service::Scope, 7),
+    (Service::Guard, 3),
 ];
 
 /// Served by every process, whatever its services.

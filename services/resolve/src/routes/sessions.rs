@@ -13,89 +13,28 @@ use pinfold_egress::EgressError;
 use pinfold_http::auth::Role;
 use pinfold_http::pagination::{PageQuery, finish_page};
 use pinfold_http::problem::{ApiError, FieldError, ProblemBody};
-use pinfold_http::schema::keywords;
+use pinfold_http::upstream::{check_headers, check_url, headers_schema, url_schema};
 use pinfold_http::{StrictJson, TenantScope};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
-use utoipa::openapi::schema::{Object, ObjectBuilder, SchemaFormat, Type};
 use utoipa::{IntoParams, ToSchema};
-
-use pinfold_core::error::pointer_push;
 
 use crate::engine::Invalidation;
 use crate::error::*;
 use crate::session::{AuditNote, CachePolicy, SessionRow, is_session_id, new_session_id};
 use crate::state::{LiveSession, ResolveState, Standing, headers_context, now};
-use crate::upstream::{
-    HEADER_NAME_PATTERN, HEADER_VALUE_PATTERN, MAX_HEADER_NAME_CHARS, MAX_HEADER_VALUE_CHARS,
-    MAX_UPSTREAM_HEADERS, MAX_URL_CHARS, RESERVED_HEADERS, is_reserved_header,
-    is_upstream_header_name, is_upstream_header_value, is_upstream_url, reserved_headers_pattern,
-    upstream_url_pattern,
-};
 
 /// The upstream MCP server a session talks to.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct UpstreamBody {
     /// Its Streamable HTTP endpoint.
-    #[schema(schema_with = upstream_url_schema)]
+    #[schema(schema_with = url_schema)]
     pub url: String,
     /// Headers sent with every upstream request.
     #[serde(default)]
-    #[schema(schema_with = upstream_headers_schema)]
+    #[schema(schema_with = headers_schema)]
     pub headers: BTreeMap<String, String>,
-}
-
-/// The schema of `upstream.url`: what [`is_upstream_url`] accepts.
-fn upstream_url_schema() -> Object {
-    ObjectBuilder::new()
-        .schema_type(Type::String)
-        .format(Some(SchemaFormat::Custom("uri".into())))
-        .pattern(Some(upstream_url_pattern()))
-        .min_length(Some(1))
-        .max_length(Some(MAX_URL_CHARS))
-        .description(Some(
-            "Its Streamable HTTP endpoint: an absolute `http` or `https` URI (RFC 3986) with a \
-             host, without user info (credentials go in `headers`) and without a fragment; \
-             characters outside RFC 3986 percent-encoded. The host is a name (letters, digits, \
-             `_`, single hyphens; the last label starts with a letter or `_`), an IPv4 address \
-             or a bracketed IPv6 address; a port is 1 to 65535.",
-        ))
-        .examples(["https://files.example.com/mcp"])
-        .build()
-}
-
-/// The schema of `upstream.headers`: what [`check_upstream`] accepts.
-fn upstream_headers_schema() -> Object {
-    let name = ObjectBuilder::new()
-        .schema_type(Type::String)
-        .min_length(Some(1))
-        .max_length(Some(MAX_HEADER_NAME_CHARS))
-        .pattern(Some(HEADER_NAME_PATTERN))
-        .extensions(keywords([(
-            "not",
-            json!({"pattern": reserved_headers_pattern()}),
-        )]));
-    let value = ObjectBuilder::new()
-        .schema_type(Type::String)
-        .max_length(Some(MAX_HEADER_VALUE_CHARS))
-        .pattern(Some(HEADER_VALUE_PATTERN));
-    ObjectBuilder::new()
-        .schema_type(Type::Object)
-        .max_properties(Some(MAX_UPSTREAM_HEADERS))
-        .property_names(Some(name))
-        .additional_properties(Some(value))
-        .description(Some(format!(
-            "Headers sent with every upstream request (for example the upstream credential). \
-             Sealed at rest, never returned, never logged. At most {MAX_UPSTREAM_HEADERS}; a \
-             name is an HTTP field name (RFC 9110 token) of at most {MAX_HEADER_NAME_CHARS} \
-             characters, none of those the MCP transport sets itself ({}), in any case; a value \
-             at most {MAX_HEADER_VALUE_CHARS} characters without control characters other than \
-             tab.",
-            RESERVED_HEADERS.join(", ")
-        )))
-        .examples([json!({"Authorization": "Bearer upstream-token"})])
-        .build()
 }
 
 /// Body of a new session.
@@ -240,90 +179,10 @@ fn field(pointer: String, code: &str, message: impl Into<String>) -> FieldError 
 }
 
 /// Checks the upstream URL and headers, exactly what the body's schema
-/// states (`upstream_url_schema`, `upstream_headers_schema`); every problem
-/// is reported.
+/// states; every problem is reported.
 fn check_upstream(up: &UpstreamBody, errors: &mut Vec<FieldError>) {
-    if !is_upstream_url(&up.url) {
-        errors.push(field(
-            "/upstream/url".into(),
-            "invalid_url",
-            url_problem(&up.url),
-        ));
-    }
-    if up.headers.len() > MAX_UPSTREAM_HEADERS {
-        errors.push(field(
-            "/upstream/headers".into(),
-            "too_many",
-            format!("at most {MAX_UPSTREAM_HEADERS} upstream headers"),
-        ));
-    }
-    let mut seen = std::collections::HashSet::new();
-    for (name, value) in &up.headers {
-        let p = pointer_push("/upstream/headers", name);
-        if is_reserved_header(name) {
-            errors.push(field(
-                p,
-                "reserved_header",
-                "Pinfold sets this header itself; it cannot be configured",
-            ));
-            continue;
-        }
-        if !is_upstream_header_name(name) {
-            errors.push(field(
-                p,
-                "invalid_header",
-                format!(
-                    "not an HTTP header name (RFC 9110 token) of at most {MAX_HEADER_NAME_CHARS} characters"
-                ),
-            ));
-            continue;
-        }
-        // Header names are case-insensitive: `X-Key` and `x-key` are one
-        // header, and one value would silently replace the other. (JSON
-        // Schema cannot say this of an object's member names.)
-        if !seen.insert(name.to_ascii_lowercase()) {
-            errors.push(field(
-                p,
-                "duplicate_header",
-                "the same header is given twice (names are case-insensitive)",
-            ));
-            continue;
-        }
-        // The value is a secret: never echo it in the error.
-        if !is_upstream_header_value(value) {
-            errors.push(field(
-                p,
-                "invalid_header",
-                format!(
-                    "the value must be at most {MAX_HEADER_VALUE_CHARS} characters without control characters other than tab"
-                ),
-            ));
-        }
-    }
-}
-
-/// Why `url` is not an upstream URL, in one sentence.
-fn url_problem(url: &str) -> String {
-    let parsed = url::Url::parse(url);
-    let general = "an absolute http or https URL with a host, without user info or fragment, \
-                   characters outside RFC 3986 percent-encoded";
-    match parsed {
-        Err(e) => format!("not an absolute URL ({e}): give {general}"),
-        Ok(u) if !matches!(u.scheme(), "http" | "https") => {
-            "the upstream must be an http or https URL".into()
-        }
-        Ok(u) if !u.username().is_empty() || u.password().is_some() => {
-            "put upstream credentials in `headers`, not in the URL".into()
-        }
-        Ok(u) if u.fragment().is_some() => "the upstream URL must not have a fragment".into(),
-        Ok(_) if url.len() > MAX_URL_CHARS => {
-            format!("the upstream URL is at most {MAX_URL_CHARS} characters")
-        }
-        Ok(_) => format!(
-            "not {general}; a host name is letters, digits, `_` and single hyphens, its last \
-             label starting with a letter or `_`, and a port is 1 to 65535"
-        ),
-    }
+    check_url(&up.url, "/upstream/url", errors);
+    check_headers(&up.headers, "/upstream/headers", errors);
 }
 
 /// Loads a session for its owner: 404 when absent or someone else's, 410

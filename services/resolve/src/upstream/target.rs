@@ -5,7 +5,6 @@
 
 use std::collections::HashMap;
 use std::fmt;
-use std::sync::LazyLock;
 
 use http::{HeaderName, HeaderValue};
 use pinfold_egress::Rules;
@@ -52,144 +51,12 @@ pub enum TargetError {
     DuplicateHeader(String),
 }
 
-/// Headers the MCP transport or HTTP itself sets (lowercase): a session
-/// cannot configure them.
-pub const RESERVED_HEADERS: &[&str] = &[
-    "accept",
-    "content-type",
-    "content-length",
-    "host",
-    "mcp-session-id",
-    "mcp-protocol-version",
-    "last-event-id",
-    "connection",
-    "transfer-encoding",
-    "te",
-    "upgrade",
-    "keep-alive",
-    "proxy-connection",
-];
-
-/// The most headers a session may configure for its upstream.
-pub const MAX_UPSTREAM_HEADERS: usize = 32;
-/// The longest upstream header name, in characters (ASCII: bytes).
-pub const MAX_HEADER_NAME_CHARS: usize = 128;
-/// The longest upstream header value, in characters.
-pub const MAX_HEADER_VALUE_CHARS: usize = 4096;
-/// The longest upstream URL, in characters (ASCII: bytes).
-pub const MAX_URL_CHARS: usize = 2048;
-
-/// An upstream header name: an RFC 9110 §5.1 field name (a `token`, §5.6.2),
-/// as a JSON Schema `pattern`.
-pub const HEADER_NAME_PATTERN: &str = r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$";
-
-/// An upstream header value, as a JSON Schema `pattern`: no control
-/// character but the horizontal tab (RFC 9110 §5.5 leaves out CR, LF and
-/// NUL; the `http` crate also refuses the other controls and DEL).
-pub const HEADER_VALUE_PATTERN: &str = r"^[^\u0000-\u0008\u000A-\u001F\u007F]*$";
-
-/// The reserved header names as one JSON Schema `pattern`, any case (a
-/// schema says "not this" with `not`; JSON Schema regular expressions have
-/// no case-insensitive flag, so each letter is a class of both cases).
-pub fn reserved_headers_pattern() -> String {
-    let names: Vec<String> = RESERVED_HEADERS
-        .iter()
-        .map(|n| {
-            n.chars()
-                .map(|c| {
-                    if c.is_ascii_alphabetic() {
-                        format!("[{}{}]", c.to_ascii_uppercase(), c.to_ascii_lowercase())
-                    } else {
-                        c.to_string()
-                    }
-                })
-                .collect()
-        })
-        .collect();
-    format!("^(?:{})$", names.join("|"))
-}
-
-/// What an upstream URL must look like, as a JSON Schema `pattern` (also
-/// what the server checks, so the two cannot disagree): an absolute
-/// `http` or `https` URI (RFC 3986 §4.3) with a host and no user info and
-/// no fragment, its characters those RFC 3986 allows (anything else
-/// percent-encoded).
-///
-/// The host is an IPv4 address (no leading zeros), an IPv6 literal in
-/// brackets (RFC 3986 §3.2.2, without a zone), or a name of dot-separated
-/// labels of letters, digits and `_` joined by single hyphens (so no
-/// `xn--` label, whose Punycode may not decode), the last starting with a
-/// letter or `_` (so that the WHATWG URL parser Pinfold connects with
-/// never reads it as an IPv4 number). A port is 1 to 65535.
-pub fn upstream_url_pattern() -> &'static str {
-    &UPSTREAM_URL_PATTERN
-}
-
-static UPSTREAM_URL_PATTERN: LazyLock<String> = LazyLock::new(|| {
-    let octet = "(?:25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])";
-    let ipv4 = format!(r"(?:{octet}\.){{3}}{octet}");
-    let h16 = "[0-9A-Fa-f]{1,4}";
-    let ls32 = format!("(?:{h16}:{h16}|{ipv4})");
-    let ipv6 = [
-        format!("(?:{h16}:){{6}}{ls32}"),
-        format!("::(?:{h16}:){{5}}{ls32}"),
-        format!("(?:{h16})?::(?:{h16}:){{4}}{ls32}"),
-        format!("(?:(?:{h16}:){{0,1}}{h16})?::(?:{h16}:){{3}}{ls32}"),
-        format!("(?:(?:{h16}:){{0,2}}{h16})?::(?:{h16}:){{2}}{ls32}"),
-        format!("(?:(?:{h16}:){{0,3}}{h16})?::{h16}:{ls32}"),
-        format!("(?:(?:{h16}:){{0,4}}{h16})?::{ls32}"),
-        format!("(?:(?:{h16}:){{0,5}}{h16})?::{h16}"),
-        format!("(?:(?:{h16}:){{0,6}}{h16})?::"),
-    ]
-    .join("|");
-    let label = "[A-Za-z0-9_]+(?:-[A-Za-z0-9_]+)*";
-    let last = "[A-Za-z_][A-Za-z0-9_]*(?:-[A-Za-z0-9_]+)*";
-    let port = "(?::(?:6553[0-5]|655[0-2][0-9]|65[0-4][0-9]{2}|6[0-4][0-9]{3}|[1-5][0-9]{4}|[1-9][0-9]{0,3}))?";
-    let rest = "(?:[/?](?:[A-Za-z0-9._~!$&'()*+,;=:@/?-]|%[0-9A-Fa-f]{2})*)?";
-    format!(r"^[Hh][Tt][Tt][Pp][Ss]?://(?:(?:{label}\.)*{last}|{ipv4}|\[(?:{ipv6})\]){port}{rest}$")
-});
-
-static UPSTREAM_URL: LazyLock<regex::Regex> = LazyLock::new(|| {
-    regex::Regex::new(&UPSTREAM_URL_PATTERN).expect("the upstream URL pattern compiles")
-});
-
-/// Whether `url` is an upstream URL a session accepts: it matches
-/// [`upstream_url_pattern`], is at most [`MAX_URL_CHARS`] long, and the
-/// URL parser Pinfold connects with reads it as an `http(s)` URL with a
-/// host (which every URL the pattern admits is; checked anyway).
-pub fn is_upstream_url(url: &str) -> bool {
-    url.len() <= MAX_URL_CHARS && UPSTREAM_URL.is_match(url) && origin(url).is_some()
-}
-
-/// Whether `name` is an upstream header name a session may configure:
-/// [`HEADER_NAME_PATTERN`], at most [`MAX_HEADER_NAME_CHARS`], not reserved.
-pub fn is_upstream_header_name(name: &str) -> bool {
-    (1..=MAX_HEADER_NAME_CHARS).contains(&name.len())
-        && name.bytes().all(is_tchar)
-        && !is_reserved_header(name)
-}
-
-/// Whether `value` is an upstream header value a session may configure:
-/// [`HEADER_VALUE_PATTERN`], at most [`MAX_HEADER_VALUE_CHARS`] characters.
-pub fn is_upstream_header_value(value: &str) -> bool {
-    value.chars().count() <= MAX_HEADER_VALUE_CHARS
-        && value
-            .chars()
-            .all(|c| c == '\t' || !(c < ' ' || c == '\u{7f}'))
-}
-
-/// An RFC 9110 §5.6.2 `tchar`.
-fn is_tchar(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
-}
-
-/// Whether an upstream header name (any case) is one the transport sets
-/// itself and a session therefore cannot give.
-pub fn is_reserved_header(name: &str) -> bool {
-    RESERVED_HEADERS
-        .iter()
-        .any(|r| r.eq_ignore_ascii_case(name))
-}
+pub use pinfold_http::upstream::{
+    HEADER_NAME_PATTERN, HEADER_VALUE_PATTERN, MAX_HEADER_NAME_CHARS, MAX_HEADER_VALUE_CHARS,
+    MAX_UPSTREAM_HEADERS, MAX_URL_CHARS, RESERVED_HEADERS, is_reserved_header,
+    is_upstream_header_name, is_upstream_header_value, is_upstream_url, reserved_headers_pattern,
+    upstream_url_pattern,
+};
 
 impl UpstreamTarget {
     /// Checks the URL and headers (what session creation should call).
