@@ -175,9 +175,11 @@ pub struct PutRouteBody {
     /// The enforcement mode; omitted, the route follows the tenant policy
     /// (its per-server override, else its mode).
     #[serde(default, deserialize_with = "present")]
+    #[schema(nullable = false)]
     pub mode: Option<RouteMode>,
     /// Which calls go upstream at all (default `all`).
     #[serde(default, deserialize_with = "present")]
+    #[schema(nullable = false)]
     pub calls: Option<RouteCalls>,
 }
 

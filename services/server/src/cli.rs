@@ -100,7 +100,7 @@ pub struct ServeArgs {
     /// Address to listen on [default: 127.0.0.1:8080].
     #[arg(long)]
     pub listen: Option<String>,
-    /// Services whose routes to serve: any of tenancy,registry,resolve,scope
+    /// Services whose routes to serve: any of tenancy,registry,resolve,scope,guard
     /// [default: all]. /healthz, /readyz, /metrics, /docs and /openapi.json
     /// are always served.
     #[arg(long, value_delimiter = ',')]

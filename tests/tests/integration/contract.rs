@@ -1,6 +1,7 @@
 //! The OpenAPI document says what a request needs: for the bodies whose
 //! rules go beyond their members' types (an upstream URL, `server` or
-//! `session`, a `server.json`, a grant's `plan` or `scopes`), every case
+//! `session`, a `server.json`, a grant's `plan` or `scopes`, a guard
+//! route's upstream and version pin), every case
 //! here is checked against the served document's request schema (JSON
 //! Schema 2020-12, formats asserted, as schemathesis checks them) and sent
 //! to the handler, with the state arranged so that nothing but the body
@@ -141,6 +142,93 @@ async fn the_session_schema_states_the_upstream_rules() {
     cases.push(json!({"server": SERVER, "upstream": {"url": "http://x/"}, "extra": 1}));
     let path = format!("/v1/tenants/{}/sessions", app.tenant);
     agree(&app, "open_session", "POST", &path, cases).await;
+}
+
+#[tokio::test]
+async fn the_guard_route_schema_states_the_upstream_and_pin_rules() {
+    let app = TestApp::new().await;
+    // An approved card with one streamable-http remote, so that a route
+    // without a URL is accepted too: only the body decides.
+    const GUARDED: &str = "io.github.acme/guarded";
+    let path = format!(
+        "/v1/tenants/{}/servers/{}/versions/1.0.0",
+        app.tenant,
+        GUARDED.replace('/', "%2F")
+    );
+    let card = json!({"name": GUARDED, "version": "1.0.0",
+        "remotes": [{"type": "streamable-http", "url": "http://127.0.0.1:9/mcp"}],
+        "signature": {"tools": [{"name": "read_note", "inputSchema": {"type": "object"}}]}});
+    let r = app
+        .send(
+            "PUT",
+            &path,
+            Some(&app.as_roles("pat", &["publisher"])),
+            Some(card),
+        )
+        .await;
+    assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.bytes));
+    let r = app
+        .send(
+            "POST",
+            &format!("{path}/review"),
+            Some(&app.as_roles("rita", &["reviewer"])),
+            Some(json!({"decision": "approve"})),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.bytes));
+    let url = |u: Value| json!({"upstream": {"url": u}});
+    let headers = |h: Value| json!({"upstream": {"url": "http://127.0.0.1:9/mcp", "headers": h}});
+    let with = |k: &str, v: Value| {
+        let mut b = json!({"upstream": {}});
+        b[k] = v;
+        b
+    };
+    let cases = vec![
+        json!({"upstream": {}}),
+        url(json!("http://127.0.0.1:9/mcp")),
+        url(json!("https://files.example.com/mcp?x=1&y=%20")),
+        url(json!("http://[::1]:8080/mcp")),
+        url(json!("ftp://x/")),
+        url(json!("http://u:p@x/")),
+        url(json!("http://x/#f")),
+        url(json!("http://x/a b")),
+        url(json!("")),
+        url(json!(null)),
+        url(json!(7)),
+        headers(json!({"Authorization": "Bearer x", "x!#$%&'*+.^_`|~": "1"})),
+        headers(json!({"Host": "y"})),
+        headers(json!({"mcp-SESSION-id": "y"})),
+        headers(json!({"bad name": "y"})),
+        headers(json!({"X-A": "line\nbreak"})),
+        headers(json!({"X-Note": "a".repeat(4097)})),
+        headers(json!(null)),
+        headers(json!({"X-A": 1})),
+        with("version", json!("latest")),
+        with("version", json!("1.0.0")),
+        with("version", json!("1.0")),
+        with("version", json!("v1.0.0")),
+        with("version", json!("01.0.0")),
+        with("version", json!("1.0.0+build")),
+        with("version", json!("Latest")),
+        with("version", json!(null)),
+        with("mode", json!("strict")),
+        with("mode", json!("advisory")),
+        with("mode", json!("Strict")),
+        with("mode", json!(null)),
+        with("calls", json!("non_destructive")),
+        with("calls", json!("read_only")),
+        with("calls", json!("none")),
+        with("calls", json!(null)),
+        with("extra", json!(1)),
+        json!({}),
+        json!({"upstream": {"url": "http://127.0.0.1:9/mcp", "extra": 1}}),
+    ];
+    let path = format!(
+        "/v1/tenants/{}/servers/{}/guard",
+        app.tenant,
+        GUARDED.replace('/', "%2F")
+    );
+    agree(&app, "put_guard_route", "PUT", &path, cases).await;
 }
 
 #[tokio::test]

@@ -111,6 +111,8 @@ fn body_for(operation: &str) -> Value {
         "exchange_grant" => json!({"code": "a-code", "state": "not-the-state"}),
         "plan_scopes" => json!({"provider": "github", "server": SERVER, "version": "1.0.0",
             "calls": [{"name": "read_note", "arguments": {"id": "n1"}}]}),
+        "put_guard_route" => json!({"upstream": {"url": "http://127.0.0.1:9/mcp",
+            "headers": {"Authorization": "Bearer b-guard-secret"}}, "calls": "read_only"}),
         "import_server_json" => {
             json!({"name": "io.github.bee/imported", "version": "0.1.0", "description": "Imported"})
         }
@@ -270,6 +272,7 @@ impl TenantB {
             "Notes of tenant B",
             "b-upstream-secret",
             "b-client-secret",
+            "b-guard-secret",
             &self.session,
             &self.grant,
         ]
@@ -332,6 +335,16 @@ async fn seed_tenant_b(app: &TestApp) -> TenantB {
         .await;
     assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.bytes));
     let grant = r.json()["id"].as_str().unwrap().to_owned();
+    // B's guard route.
+    let r = app
+        .send(
+            "PUT",
+            &format!("/v1/tenants/{b}/servers/{s}/guard"),
+            Some(&b_owner),
+            Some(body_for("put_guard_route")),
+        )
+        .await;
+    assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.bytes));
     // A second session and grant, so that B's lists have a next page.
     for (path, body) in [
         ("sessions", body_for("open_session")),

@@ -46,7 +46,7 @@ pub struct Config {
     #[serde(default, skip_serializing)]
     pub database_owner_url: Option<String>,
     /// Services whose routes this process serves: any of `tenancy`,
-    /// `registry`, `resolve`, `scope` (a list, or one comma-separated string
+    /// `registry`, `resolve`, `scope`, `guard` (a list, or one comma-separated string
     /// as in `PINFOLD_SERVICES=tenancy,registry`). The operational routes are
     /// always served. See [`crate::services`].
     #[serde(deserialize_with = "list_or_commas")]
