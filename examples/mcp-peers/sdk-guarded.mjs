@@ -8,8 +8,12 @@
 //    "calls": [{"result": CallToolResult} | {"error": {code, message, data}}]}
 //
 //   node sdk-guarded.mjs '[{"name": "echo", "arguments": {"message": "hi"}}]' CMD [ARGS...]
+//   node sdk-guarded.mjs CALLS_JSON http(s)://HOST/t/TENANT/mcp/SERVER
+// With a URL it connects over Streamable HTTP, with `Authorization: Bearer
+// $PINFOLD_TOKEN` (a guard endpoint).
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { ListRootsRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 
 const [callsJson, command, ...args] = process.argv.slice(2);
@@ -23,7 +27,11 @@ const client = new Client(
   { capabilities: { roots: { listChanged: true }, sampling: {}, elicitation: {} } },
 );
 client.setRequestHandler(ListRootsRequestSchema, async () => ({ roots: [] }));
-const transport = new StdioClientTransport({ command, args, env: process.env, stderr: "inherit" });
+const transport = /^https?:\/\//.test(command)
+  ? new StreamableHTTPClientTransport(new URL(command), {
+      requestInit: { headers: { Authorization: `Bearer ${process.env.PINFOLD_TOKEN}` } },
+    })
+  : new StdioClientTransport({ command, args, env: process.env, stderr: "inherit" });
 await client.connect(transport);
 const tools = [];
 let cursor;

@@ -1,6 +1,7 @@
 // A local HTTP forwarder that adds `Authorization: Bearer <token>` to every
 // request and passes everything else through unchanged, both ways, streams
-// included. The official conformance suite's server scenarios connect
+// included (the Host header too, so the guard sees the host the client
+// addressed, as behind any reverse proxy that preserves it). The official conformance suite's server scenarios connect
 // without credentials; the guard's endpoint requires a tenant's token. This
 // stands in for the client's own authorization and changes nothing else.
 //
@@ -12,7 +13,7 @@ const [port, target, token] = process.argv.slice(2);
 const base = new URL(target);
 
 const server = createServer((req, res) => {
-  const headers = { ...req.headers, host: base.host, authorization: `Bearer ${token}` };
+  const headers = { ...req.headers, authorization: `Bearer ${token}` };
   const up = request(
     { hostname: base.hostname, port: base.port, path: base.pathname, method: req.method, headers },
     (upRes) => {

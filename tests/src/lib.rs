@@ -407,8 +407,16 @@ fn app_router(
         pinfold_server::registry_wiring::registry_state(store, keyring.clone(), cfg.limits.clone());
     let guard =
         pinfold_server::guard_wiring::guard_state(store, &registry, keyring.clone(), egress);
-    let scope = pinfold_server::scope_wiring::scope_state(store, &registry, keyring, egress);
     let policies = pinfold_server::policy_cache::PolicyCache::new(store.tenants());
+    let guard_endpoint = pinfold_server::guard_wiring::endpoint_state(
+        cfg,
+        store,
+        &registry,
+        keyring.clone(),
+        egress,
+        &policies,
+    );
+    let scope = pinfold_server::scope_wiring::scope_state(store, &registry, keyring, egress);
     let resolve = pinfold_server::resolve_wiring::resolve_state(
         store,
         &registry,
@@ -424,6 +432,7 @@ fn app_router(
             resolve,
             scope,
             guard,
+            guard_endpoint,
             protected_resource: Arc::new(ProtectedResource::from_config(cfg)),
             authn: authn.clone(),
             metrics: Arc::new(Metrics::default()),

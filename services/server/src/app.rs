@@ -37,6 +37,8 @@ pub struct AppContext {
     pub scope: pinfold_scope::ScopeState,
     /// The guard's routes.
     pub guard: pinfold_guard::GuardState,
+    /// The guard's MCP endpoint (`/t/{tenant}/mcp/{server}`).
+    pub guard_endpoint: pinfold_guard::endpoint::EndpointState,
     /// What Pinfold says of itself as an OAuth protected resource.
     pub protected_resource: Arc<ProtectedResource>,
     /// Token verification.
@@ -173,7 +175,8 @@ fn service_router(ctx: &AppContext, service: Service) -> Router {
         Service::Guard => pinfold_guard::router()
             .split_for_parts()
             .0
-            .with_state(ctx.guard.clone()),
+            .with_state(ctx.guard.clone())
+            .merge(pinfold_guard::endpoint::router().with_state(ctx.guard_endpoint.clone())),
     }
 }
 
@@ -263,6 +266,34 @@ async fn protected_resource_metadata(
         .into_response()
 }
 
+/// RFC 9728 metadata of one guard endpoint (not in the OpenAPI document,
+/// as the endpoint itself is not: it speaks MCP).
+async fn guard_resource_metadata(
+    State(st): State<Arc<OpsState>>,
+    axum::extract::Path((tenant, server)): axum::extract::Path<(String, String)>,
+    headers: axum::http::HeaderMap,
+) -> Response {
+    match crate::protected_resource::guard_metadata(
+        &st.protected_resource,
+        headers.get(header::HOST),
+        &tenant,
+        &server,
+    ) {
+        Some(doc) => (
+            [
+                (
+                    header::CACHE_CONTROL,
+                    HeaderValue::from_static("max-age=300"),
+                ),
+                (header::VARY, HeaderValue::from_static("Host")),
+            ],
+            axum::Json(doc),
+        )
+            .into_response(),
+        None => fallback().await.into_response(),
+    }
+}
+
 /// Prometheus metrics (text exposition format 0.0.4).
 ///
 /// Protected when `[metrics]` says so: a client address outside
@@ -339,6 +370,10 @@ pub fn build_for(ctx: AppContext, services: &[Service]) -> crate::fastpath::App 
     let ops = ops_router()
         .split_for_parts()
         .0
+        .route(
+            crate::protected_resource::GUARD_METADATA_PATH,
+            axum::routing::get(guard_resource_metadata),
+        )
         .with_state(Arc::new(OpsState {
             tenants: ctx.tenants.clone(),
             metrics: ctx.metrics.clone(),

@@ -194,7 +194,7 @@ fn authenticates(template: &str) -> bool {
     !(matches!(
         template,
         "/healthz" | "/readyz" | "/metrics" | "/openapi.json"
-    ) || template == PROTECTED_RESOURCE_PATH
+    ) || template.starts_with(PROTECTED_RESOURCE_PATH)
         || template.starts_with("/docs"))
 }
 

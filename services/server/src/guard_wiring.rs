@@ -7,14 +7,20 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use pinfold_core::Mode;
 use pinfold_core::ids::TenantId;
+use pinfold_guard::endpoint::source::{Approved, ApprovedVersion};
+use pinfold_guard::endpoint::{EndpointState, GuardConfig};
 use pinfold_guard::model::VersionPin;
 use pinfold_guard::{GuardState, PinnedServer, Servers};
 use pinfold_http::problem::ApiError;
 use pinfold_registry::RegistryState;
 use pinfold_registry::keys::Keyring;
+use pinfold_registry::model::Status;
 use pinfold_scope::Signatures;
+use pinfold_tenancy::StoreError;
 
+use crate::policy_cache::PolicyCache;
 use crate::scope_wiring::RegistryTools;
 use crate::sealer::KeyringSealer;
 use crate::store::Store;
@@ -100,4 +106,103 @@ pub fn guard_state(
         sealer: Arc::new(KeyringSealer(keyring)),
         egress: crate::egress_wiring::tenant_egress(egress, store.tenants()),
     }
+}
+
+/// The registry and tenant policies as the guard endpoint reads them.
+pub struct RegistryApproved {
+    /// The registry (its ETag index answers which version is approved
+    /// from memory).
+    pub registry: RegistryState,
+    /// Tenant policies (at most a second old).
+    pub policies: Arc<PolicyCache>,
+}
+
+#[async_trait]
+impl Approved for RegistryApproved {
+    async fn approved(
+        &self,
+        tenant: &TenantId,
+        server: &str,
+        pin: &VersionPin,
+    ) -> Result<Option<ApprovedVersion>, ApiError> {
+        let key = pinfold_registry::error::server_key(server)?;
+        let key = key.canonical().to_owned();
+        let idx = pinfold_registry::service::server_index(&self.registry, tenant, &key).await?;
+        let version = match pin {
+            VersionPin::Latest => match &idx.latest {
+                Some(v) => v.clone(),
+                None => return Ok(None),
+            },
+            VersionPin::Exact(v) => v.clone(),
+        };
+        let Some(entry) = idx.entries.get(&version) else {
+            return Ok(None);
+        };
+        if !matches!(entry.status, Status::Approved | Status::Deprecated) {
+            return Ok(None);
+        }
+        let digest = entry.digest.clone();
+        let stored =
+            pinfold_registry::service::load(&self.registry, tenant, &key, &version).await?;
+        let card = serde_json::from_str(&stored.document).map_err(|e| {
+            tracing::error!(error = %e, "stored document is not JSON");
+            ApiError::internal()
+        })?;
+        Ok(Some(ApprovedVersion {
+            server: key,
+            version,
+            digest,
+            card: Arc::new(card),
+        }))
+    }
+
+    async fn mode(&self, tenant: &TenantId, server: &str) -> Result<Mode, ApiError> {
+        let rec = self.policies.policy(tenant).await.map_err(|e| match e {
+            StoreError::Unavailable(m) => {
+                tracing::error!(error = %m, "database unavailable");
+                ApiError::database_unavailable()
+            }
+            other => {
+                tracing::error!(error = %other, "database error");
+                ApiError::internal()
+            }
+        })?;
+        let Some(rec) = rec else {
+            return Err(pinfold_http::tenant::tenant_not_found());
+        };
+        Ok(rec.record.policy.mode_for(server))
+    }
+}
+
+/// The guard's MCP endpoint over `store`, the registry, `keyring` and the
+/// egress path. Its upstream timeout, response limit and probe budget are
+/// the resolve service's (`[resolve]`): both are Pinfold's MCP client.
+pub fn endpoint_state(
+    cfg: &crate::config::Config,
+    store: &Store,
+    registry: &RegistryState,
+    keyring: Arc<Keyring>,
+    egress: &Arc<pinfold_egress::Egress>,
+    policies: &Arc<PolicyCache>,
+) -> EndpointState {
+    let timeout = std::time::Duration::from_millis(cfg.resolve.upstream_timeout_ms);
+    EndpointState::new(
+        store.guard(),
+        Arc::new(RegistryApproved {
+            registry: registry.clone(),
+            policies: policies.clone(),
+        }),
+        Arc::new(KeyringSealer(keyring)),
+        crate::egress_wiring::tenant_egress(egress, store.tenants()),
+        GuardConfig {
+            upstream_timeout: timeout,
+            max_response_bytes: usize::try_from(cfg.resolve.upstream_max_response_bytes)
+                .unwrap_or(usize::MAX),
+            review_wait: timeout,
+            probe_budget: timeout / 2,
+            limits: cfg.limits.clone(),
+            public_url: (!cfg.public_url.is_empty()).then(|| cfg.public_url.clone()),
+            ..GuardConfig::default()
+        },
+    )
 }

@@ -28,6 +28,11 @@ pub struct ProtectedResource {
 /// The well-known path of RFC 9728 §3.
 pub const PROTECTED_RESOURCE_PATH: &str = "/.well-known/oauth-protected-resource";
 
+/// The route of a guard endpoint's metadata: the well-known path with the
+/// endpoint's path appended (RFC 9728 §3.1).
+pub const GUARD_METADATA_PATH: &str =
+    "/.well-known/oauth-protected-resource/t/{tenant}/mcp/{*server}";
+
 impl ProtectedResource {
     /// What `cfg` makes of Pinfold as a protected resource: its
     /// `public_url` (unset when empty) and, as authorization servers, the
@@ -151,4 +156,44 @@ pub fn guard_metadata(
         doc["authorization_servers"] = serde_json::json!(servers);
     }
     Some(doc)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pinfold_core::ids::TenantId;
+
+    #[test]
+    fn a_guard_endpoint_names_only_the_issuers_that_can_act_in_its_tenant() {
+        let t = |s: &str| TenantId::parse(s).unwrap();
+        let pr = ProtectedResource {
+            public_url: Some("https://pinfold.example/".into()),
+            authorization_servers: vec![],
+            tenant_servers: vec![
+                ("https://idp.example".into(), None),
+                (
+                    "https://token.actions.example".into(),
+                    Some(vec![t("acme")]),
+                ),
+            ],
+        };
+        assert_eq!(
+            pr.authorization_servers_for(&t("acme")),
+            ["https://idp.example", "https://token.actions.example"]
+        );
+        assert_eq!(
+            pr.authorization_servers_for(&t("beta")),
+            ["https://idp.example"]
+        );
+        let doc = guard_metadata(&pr, None, "beta", "io.acme/notes").unwrap();
+        assert_eq!(
+            doc["resource"],
+            "https://pinfold.example/t/beta/mcp/io.acme/notes"
+        );
+        assert_eq!(
+            doc["authorization_servers"],
+            serde_json::json!(["https://idp.example"])
+        );
+        assert!(guard_metadata(&pr, None, "Not A Tenant!", "x/y").is_none());
+    }
 }

@@ -197,9 +197,17 @@ pub async fn start(cfg: Config, listener: Option<TcpListener>) -> anyhow::Result
     );
     let registry =
         crate::registry_wiring::registry_state(&store, keyring.clone(), cfg.limits.clone());
-    let guard = crate::guard_wiring::guard_state(&store, &registry, keyring.clone(), &egress);
-    let scope = crate::scope_wiring::scope_state(&store, &registry, keyring, &egress);
+    let scope = crate::scope_wiring::scope_state(&store, &registry, keyring.clone(), &egress);
     let policies = crate::policy_cache::PolicyCache::new(store.tenants());
+    let guard = crate::guard_wiring::guard_state(&store, &registry, keyring.clone(), &egress);
+    let guard_endpoint = crate::guard_wiring::endpoint_state(
+        &cfg,
+        &store,
+        &registry,
+        keyring.clone(),
+        &egress,
+        &policies,
+    );
     let resolve =
         crate::resolve_wiring::resolve_state(&store, &registry, &cfg.resolve, &egress, &policies);
     crate::resolve_wiring::spawn_change_listener(&store, &registry, &resolve);
@@ -228,6 +236,7 @@ pub async fn start(cfg: Config, listener: Option<TcpListener>) -> anyhow::Result
         resolve,
         scope,
         guard,
+        guard_endpoint,
         protected_resource: Arc::new(ProtectedResource::from_config(&cfg)),
         authn,
         metrics: Arc::new(Metrics::default()),

@@ -333,7 +333,7 @@ async fn without_an_approved_signature_strict_does_not_start_the_server() {
 /// `PINFOLD_MCP_PYTHON` (`.ci/run` makes one in `target/mcp-py-venv`);
 /// `None` (after saying why) without it, unless `PINFOLD_REQUIRE_MCP_PY`
 /// is set.
-fn python_sdk() -> Option<String> {
+pub(crate) fn python_sdk() -> Option<String> {
     let python = std::env::var("PINFOLD_MCP_PYTHON")
         .ok()
         .filter(|p| !p.is_empty());

@@ -7,6 +7,7 @@ mod cli;
 mod contract;
 mod egress;
 mod faults;
+mod guard_http;
 mod guard_routes;
 mod guard_stdio;
 mod input;

@@ -62,11 +62,12 @@ use reqwest::Method;
 use serde_json::{Value, json};
 
 use crate::model::{GuardRoute, headers_context};
+use crate::state::Sealer;
 use crate::store::GuardStore;
 use live::{Fingerprint, LiveRoute, ReviewState, TaskConfig};
 use rpc::{error, error_object, json_response, result, strip_reserved_meta, transport_error};
 use session::ClientSession;
-use source::{Approved, Sealer};
+use source::Approved;
 use upstream::{
     Exchange, LAST_EVENT_ID, METHOD_HEADER, NAME_HEADER, Outbound, PROTOCOL_HEADER, SESSION_HEADER,
     Target, UpstreamError, event_message,
@@ -203,18 +204,53 @@ fn unauthorized(st: &EndpointState, headers: &HeaderMap, tenant: &str, server: &
             ),
         };
     let url = format!("{base}/.well-known/oauth-protected-resource/t/{tenant}/mcp/{server}");
-    let mut resp = ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", "Unauthorized")
-        .detail("a bearer token of the tenant is required")
-        .into_response();
+    let mut err = ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", "Unauthorized")
+        .detail("a bearer token of the tenant is required");
     if let Ok(v) = HeaderValue::from_str(&format!(
         "Bearer error=\"invalid_token\", resource_metadata=\"{url}\""
     )) {
-        resp.headers_mut().insert(header::WWW_AUTHENTICATE, v);
+        err = err.header(header::WWW_AUTHENTICATE, v);
     }
-    resp
+    err.into_response()
 }
 
-/// The caller, admitted to `tenant` with `client` or `admin`.
+/// Whether a browser's `Origin` may reach the endpoint: absent (not a
+/// browser), or naming the host the request was sent to (or `public_url`'s).
+/// The transport asks servers to check it, so that a web page cannot reach
+/// the endpoint by rebinding a name to its address.
+fn origin_allowed(st: &EndpointState, headers: &HeaderMap) -> bool {
+    let Some(origin) = headers.get(header::ORIGIN) else {
+        return true;
+    };
+    let Some(origin) = origin
+        .to_str()
+        .ok()
+        .and_then(|o| reqwest::Url::parse(o).ok())
+    else {
+        return false;
+    };
+    let authority = |u: &reqwest::Url| {
+        u.host_str().map(|h| match u.port() {
+            Some(p) => format!("{h}:{p}"),
+            None => h.to_owned(),
+        })
+    };
+    let Some(from) = authority(&origin) else {
+        return false;
+    };
+    let host = headers.get(header::HOST).and_then(|h| h.to_str().ok());
+    let public =
+        st.0.config
+            .public_url
+            .as_deref()
+            .and_then(|u| reqwest::Url::parse(u).ok())
+            .and_then(|u| authority(&u));
+    host.is_some_and(|h| h.eq_ignore_ascii_case(&from))
+        || public.is_some_and(|p| p.eq_ignore_ascii_case(&from))
+}
+
+/// The caller, admitted to `tenant` with `client` or `admin`, from an
+/// origin that may reach the endpoint.
 fn admit(
     st: &EndpointState,
     headers: &HeaderMap,
@@ -222,6 +258,13 @@ fn admit(
     tenant: &str,
     server: &str,
 ) -> Result<(TenantId, Arc<Principal>), Response> {
+    if !origin_allowed(st, headers) {
+        return Err(transport_error(
+            StatusCode::FORBIDDEN,
+            -32600,
+            "Forbidden: the request's Origin is not this server's",
+        ));
+    }
     let principal = match auth {
         Ok(Auth(p)) => p,
         Err(e) => {

@@ -11,7 +11,7 @@
 use pinfold_core::ids::TenantId;
 use serde::{Deserialize, Serialize};
 
-use super::source::Sealer;
+use crate::state::Sealer;
 
 /// How long a session id is honoured after it was issued.
 pub const SESSION_MAX_AGE_MS: i64 = 24 * 3600 * 1000;

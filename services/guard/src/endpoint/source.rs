@@ -1,6 +1,6 @@
-//! What the guard endpoint needs from the rest of the server, as traits the
-//! server implements: the approved signature a route pins, the tenant's
-//! enforcement mode, and the keyring that seals headers and session ids.
+//! What the guard endpoint needs from the rest of the server, as a trait
+//! the server implements: the approved signature a route pins and the
+//! tenant's enforcement mode (the keyring is the routes' [`crate::Sealer`]).
 
 use std::sync::Arc;
 
@@ -43,13 +43,4 @@ pub trait Approved: Send + Sync + 'static {
     /// The tenant's enforcement mode for `server` (its override, else the
     /// tenant default).
     async fn mode(&self, tenant: &TenantId, server: &str) -> Result<Mode, ApiError>;
-}
-
-/// Seals values at rest and in transit with the server's keyring, bound to
-/// a tenant and a context.
-pub trait Sealer: Send + Sync + 'static {
-    /// Seals `plain` for `tenant` and `context`.
-    fn seal(&self, tenant: &TenantId, context: &str, plain: &[u8]) -> Result<String, String>;
-    /// Opens what [`Sealer::seal`] produced for the same tenant and context.
-    fn open(&self, tenant: &TenantId, context: &str, sealed: &str) -> Result<Vec<u8>, String>;
 }

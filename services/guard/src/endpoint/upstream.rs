@@ -56,9 +56,12 @@ pub enum UpstreamError {
     /// The egress policy refused the destination.
     #[error("the upstream is not allowed by the tenant's egress policy")]
     NotAllowed,
-    /// Could not connect, timed out, or broke off.
+    /// Could not connect, or broke off.
     #[error("the upstream is unreachable")]
     Unreachable,
+    /// No answer within the upstream timeout.
+    #[error("the upstream did not answer in time")]
+    TimedOut,
     /// An answer larger than the limit.
     #[error("the upstream's answer exceeds {0} bytes")]
     TooLarge(usize),
@@ -141,10 +144,13 @@ impl Outbound {
             req = req.timeout(Duration::from_secs(24 * 3600));
             return tokio::time::timeout(self.timeout, self.egress.send(req))
                 .await
-                .map_err(|_| UpstreamError::Unreachable)?
+                .map_err(|_| UpstreamError::TimedOut)?
                 .map_err(UpstreamError::from);
         }
-        Ok(self.egress.send(req).await?)
+        tokio::time::timeout(self.timeout, self.egress.send(req))
+            .await
+            .map_err(|_| UpstreamError::TimedOut)?
+            .map_err(UpstreamError::from)
     }
 
     /// Sends `msg` and reads the answer to it (see [`read_answer`]).

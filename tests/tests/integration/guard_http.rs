@@ -1,0 +1,889 @@
+//! The guard's MCP endpoint, `/t/{tenant}/mcp/{server}`, end to end on both
+//! databases: a route bound to the reference upstream (an rmcp server over
+//! real HTTP) and its approved signature, driven with JSON-RPC over
+//! Streamable HTTP. Rug pulls are played by the upstream's switches and a
+//! `notifications/tools/list_changed`; the upstream counts every
+//! `tools/call` it receives, so "never reached the upstream" is measured.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use pinfold_example_upstream::{Running, Switches};
+use pinfold_tests::*;
+use serde_json::{Value, json};
+
+const CARD: &str = include_str!("../../../examples/manage-files-1.0.0.json");
+
+fn card() -> Value {
+    serde_json::from_str(CARD).unwrap()
+}
+
+fn server() -> String {
+    card()["name"].as_str().unwrap().to_owned()
+}
+
+async fn upstream(switches: Switches) -> Arc<Running> {
+    Running::start("127.0.0.1:0".parse().unwrap(), switches)
+        .await
+        .expect("reference upstream starts")
+}
+
+/// Publishes and approves the reference card in `app`'s tenant.
+pub(crate) async fn publish(app: &TestApp) {
+    let base = format!(
+        "/v1/tenants/{}/servers/{}/versions/1.0.0",
+        app.tenant,
+        server().replace('/', "%2F")
+    );
+    let r = app
+        .send(
+            "PUT",
+            &base,
+            Some(&app.as_roles("pat", &["publisher"])),
+            Some(card()),
+        )
+        .await;
+    assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.bytes));
+    let r = app
+        .send(
+            "POST",
+            &format!("{base}/review"),
+            Some(&app.as_roles("rita", &["reviewer"])),
+            Some(json!({"decision": "approve"})),
+        )
+        .await;
+    assert_eq!(r.status, 200);
+}
+
+/// Puts the guard route of the reference server.
+async fn route(app: &TestApp, body: Value) {
+    let r = app
+        .send(
+            "PUT",
+            &format!(
+                "/v1/tenants/{}/servers/{}/guard",
+                app.tenant,
+                server().replace('/', "%2F")
+            ),
+            Some(&app.admin()),
+            Some(body),
+        )
+        .await;
+    assert!(
+        r.status == 200 || r.status == 201,
+        "{} {}",
+        r.status,
+        String::from_utf8_lossy(&r.bytes)
+    );
+}
+
+fn endpoint(app: &TestApp) -> String {
+    format!("/t/{}/mcp/{}", app.tenant, server())
+}
+
+/// The JSON-RPC message answering `id` in a body: JSON, or the events of a
+/// stream.
+fn answer(r: &Resp, id: &Value) -> Value {
+    let ct = r.header("content-type").unwrap_or_default();
+    if ct.starts_with("text/event-stream") {
+        let text = String::from_utf8_lossy(&r.bytes);
+        for line in text.lines() {
+            if let Some(data) = line.strip_prefix("data: ")
+                && let Ok(v) = serde_json::from_str::<Value>(data)
+                && v.get("id") == Some(id)
+                && v.get("method").is_none()
+            {
+                return v;
+            }
+        }
+        panic!("no answer to {id} in the stream: {text}");
+    }
+    serde_json::from_slice(&r.bytes)
+        .unwrap_or_else(|_| panic!("{} {}", r.status, String::from_utf8_lossy(&r.bytes)))
+}
+
+/// One MCP client session through the guard.
+struct Mcp<'a> {
+    app: &'a TestApp,
+    token: String,
+    session: Option<String>,
+    next: u64,
+}
+
+impl<'a> Mcp<'a> {
+    async fn open(app: &'a TestApp, token: String) -> Mcp<'a> {
+        let mut m = Mcp {
+            app,
+            token,
+            session: None,
+            next: 0,
+        };
+        let r = m
+            .post(
+                json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+                "protocolVersion": "2025-11-25", "capabilities": {},
+                "clientInfo": {"name": "guard-test", "version": "1"}}}),
+            )
+            .await;
+        assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.bytes));
+        let init = answer(&r, &json!(0));
+        assert!(init.get("result").is_some(), "{init}");
+        m.session = Some(r.header("mcp-session-id").expect("a session id"));
+        let r = m
+            .post(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+            .await;
+        assert_eq!(r.status, 202, "{}", String::from_utf8_lossy(&r.bytes));
+        m
+    }
+
+    async fn post(&self, msg: Value) -> Resp {
+        let mut headers = vec![("accept", "application/json, text/event-stream")];
+        let session;
+        if let Some(s) = &self.session {
+            session = s.clone();
+            headers.push(("mcp-session-id", &session));
+            headers.push(("mcp-protocol-version", "2025-11-25"));
+        }
+        self.app
+            .send_raw(
+                "POST",
+                &endpoint(self.app),
+                Some(&self.token),
+                Some(msg.to_string().as_bytes()),
+                &headers,
+            )
+            .await
+    }
+
+    async fn rpc(&mut self, method: &str, params: Value) -> Value {
+        self.next += 1;
+        let id = json!(self.next);
+        let r = self
+            .post(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
+            .await;
+        assert_eq!(
+            r.status,
+            200,
+            "{method}: {}",
+            String::from_utf8_lossy(&r.bytes)
+        );
+        answer(&r, &id)
+    }
+
+    async fn tools(&mut self) -> BTreeSet<String> {
+        let r = self.rpc("tools/list", json!({})).await;
+        r["result"]["tools"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{r}"))
+            .iter()
+            .map(|t| t["name"].as_str().unwrap().to_owned())
+            .collect()
+    }
+
+    async fn call(&mut self, name: &str, arguments: Value) -> Value {
+        self.rpc("tools/call", json!({"name": name, "arguments": arguments}))
+            .await
+    }
+}
+
+fn client(app: &TestApp) -> String {
+    app.as_roles("carl-client", &["client"])
+}
+
+fn set(names: &[&str]) -> BTreeSet<String> {
+    names.iter().map(|s| (*s).to_owned()).collect()
+}
+
+/// Waits until `tools/list` through a new session shows `want`.
+async fn until_listed(app: &TestApp, want: &BTreeSet<String>) {
+    let mut last = BTreeSet::new();
+    for _ in 0..100 {
+        let mut m = Mcp::open(app, client(app)).await;
+        last = m.tools().await;
+        if &last == want {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("tools/list shows {last:?}, not {want:?}");
+}
+
+async fn drift_events(app: &TestApp) -> Vec<Value> {
+    let a = app
+        .get(
+            &format!("/v1/tenants/{}/audit?limit=100", app.tenant),
+            &app.admin(),
+        )
+        .await
+        .json();
+    a["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["kind"] == "guard.drift")
+        .cloned()
+        .collect()
+}
+
+/// Waits until `n` drift events are recorded (they are written off the
+/// request path).
+async fn until_events(app: &TestApp, n: usize) {
+    for _ in 0..100 {
+        if drift_events(app).await.len() >= n {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("{n} drift events: {:#?}", drift_events(app).await);
+}
+
+const ALL: &[&str] = &["list_files", "manage_files", "manage_files_dynamic"];
+
+#[tokio::test]
+async fn the_reviewed_view_is_served_and_refused_calls_never_reach_the_upstream() {
+    let app = TestApp::new().await;
+    publish(&app).await;
+    let up = upstream(Switches {
+        require_header: Some(("X-Upstream-Key".into(), "k-guard".into())),
+        ..Switches::default()
+    })
+    .await;
+    route(
+        &app,
+        json!({"upstream": {"url": up.url(), "headers": {"X-Upstream-Key": "k-guard"}},
+            "mode": "strict"}),
+    )
+    .await;
+    let mut m = Mcp::open(&app, client(&app)).await;
+    assert!(
+        m.session.as_deref().unwrap().starts_with("v2."),
+        "a sealed session id"
+    );
+    assert_eq!(m.tools().await, set(ALL));
+
+    // A declared call goes through with the route's header.
+    let r = m.call("list_files", json!({"dir": "/"})).await;
+    assert_ne!(r["result"]["isError"], true, "{r}");
+    assert!(
+        r["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("list_files")
+    );
+    assert_eq!(up.tool_calls("list_files"), 1);
+
+    // Arguments outside the signature's inputSchema: a tool execution
+    // error naming the pointer, and nothing upstream.
+    let r = m.call("list_files", json!({"dir": 7})).await;
+    assert_eq!(r["result"]["isError"], true, "{r}");
+    assert!(
+        r["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("/dir"),
+        "{r}"
+    );
+    assert_eq!(up.tool_calls("list_files"), 1);
+
+    // A tool nobody listed: refused with the guard's own code.
+    let r = m.call("purge_files", json!({"dir": "/"})).await;
+    assert_eq!(r["error"]["code"], -32010, "{r}");
+    assert_eq!(r["error"]["data"]["reason"], "undeclared", "{r}");
+    assert_eq!(up.all_tool_calls(), 1);
+}
+
+#[tokio::test]
+async fn rug_pulls_under_strict_are_withheld_refused_and_recorded_once() {
+    rug_pulls(false).await;
+}
+
+#[tokio::test]
+async fn rug_pulls_on_an_upstream_that_speaks_only_2025_11_25() {
+    rug_pulls(true).await;
+}
+
+/// An upstream that adds a tool, then flips `list_files` to destructive,
+/// then rewrites its description, each announced with `list_changed`.
+/// `legacy`: the upstream offers only 2025-11-25, so the guard's own
+/// connection falls back to `initialize` and hears of changes on its
+/// session's `GET` stream (else on a `subscriptions/listen` stream).
+async fn rug_pulls(legacy: bool) {
+    let app = TestApp::new().await;
+    publish(&app).await;
+    let up = upstream(Switches {
+        legacy_only: legacy,
+        ..Switches::default()
+    })
+    .await;
+    route(
+        &app,
+        json!({"upstream": {"url": up.url()}, "mode": "strict"}),
+    )
+    .await;
+    until_listed(&app, &set(ALL)).await;
+
+    // 1. A tool added after review.
+    up.update(|s| s.extra_tool = true);
+    up.notify_list_changed().await;
+    until_events(&app, 1).await;
+    // 2. list_files turned destructive, and 3. its description rewritten.
+    for (i, flip) in [
+        (|s: &mut Switches| s.flip_destructive = true) as fn(&mut Switches),
+        |s: &mut Switches| {
+            s.flip_destructive = false;
+            s.rewrite_description = true;
+        },
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        up.update(flip);
+        up.notify_list_changed().await;
+        until_listed(&app, &set(&["manage_files", "manage_files_dynamic"])).await;
+        let mut m = Mcp::open(&app, client(&app)).await;
+        let r = m.call("list_files", json!({"dir": "/"})).await;
+        assert_eq!(r["error"]["code"], -32010, "pull {i}: {r}");
+        assert_eq!(r["error"]["data"]["reason"], "drifted", "pull {i}: {r}");
+        let r = m.call("purge_files", json!({"dir": "/"})).await;
+        assert_eq!(r["error"]["code"], -32010, "pull {i}: {r}");
+        assert_eq!(
+            up.all_tool_calls(),
+            0,
+            "pull {i}: nothing reached the upstream"
+        );
+        until_events(&app, i + 2).await;
+    }
+    // One audit event per distinct drifted list, however many requests saw
+    // it: the added tool, the flip (with the tool), the rewrite (with the
+    // tool).
+    let events = drift_events(&app).await;
+    assert_eq!(events.len(), 3, "{events:#?}");
+    let digests: BTreeSet<&str> = events
+        .iter()
+        .map(|e| e["data"]["upstream_digest"].as_str().unwrap())
+        .collect();
+    assert_eq!(digests.len(), 3);
+    let changes: Vec<String> = events
+        .iter()
+        .flat_map(|e| e["data"]["drifts"].as_array().unwrap().clone())
+        .map(|d| {
+            format!(
+                "{}:{}",
+                d["tool"].as_str().unwrap(),
+                d["standing"].as_str().unwrap()
+            )
+        })
+        .collect();
+    assert!(
+        changes.contains(&"purge_files:undeclared".to_owned()),
+        "{changes:?}"
+    );
+    assert!(
+        changes.contains(&"list_files:drifted".to_owned()),
+        "{changes:?}"
+    );
+
+    // The same list again: no new event.
+    up.notify_list_changed().await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let _ = Mcp::open(&app, client(&app)).await.tools().await;
+    assert_eq!(drift_events(&app).await.len(), 3);
+}
+
+#[tokio::test]
+async fn permissive_serves_a_drift_flagged_and_advisory_serves_it() {
+    for mode in ["permissive", "advisory"] {
+        let app = TestApp::new().await;
+        publish(&app).await;
+        let up = upstream(Switches {
+            flip_destructive: true,
+            ..Switches::default()
+        })
+        .await;
+        route(&app, json!({"upstream": {"url": up.url()}, "mode": mode})).await;
+        let mut m = Mcp::open(&app, client(&app)).await;
+        let list = m.rpc("tools/list", json!({})).await;
+        let tools = list["result"]["tools"].as_array().unwrap();
+        let lf = tools
+            .iter()
+            .find(|t| t["name"] == "list_files")
+            .unwrap_or_else(|| panic!("{mode}: list_files served: {list}"));
+        let flagged = lf.pointer("/_meta/io.github.pinfold~1guard").is_some();
+        assert_eq!(flagged, mode == "permissive", "{mode}: {lf}");
+        let r = m.call("list_files", json!({"dir": "/"})).await;
+        assert!(r.get("result").is_some(), "{mode}: {r}");
+        assert_eq!(up.tool_calls("list_files"), 1, "{mode}");
+    }
+}
+
+#[tokio::test]
+async fn a_read_only_route_refuses_a_destructive_resolution_and_forwards_a_read() {
+    let app = TestApp::new().await;
+    publish(&app).await;
+    let up = upstream(Switches::default()).await;
+    route(
+        &app,
+        json!({"upstream": {"url": up.url()}, "mode": "strict", "calls": "read_only"}),
+    )
+    .await;
+    let mut m = Mcp::open(&app, client(&app)).await;
+    let r = m
+        .call(
+            "manage_files",
+            json!({"action": "delete", "path": "/notes.txt"}),
+        )
+        .await;
+    assert_eq!(r["result"]["isError"], true, "{r}");
+    assert!(
+        r["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("read_only"),
+        "{r}"
+    );
+    assert_eq!(up.tool_calls("manage_files"), 0);
+    let r = m
+        .call(
+            "manage_files",
+            json!({"action": "read", "path": "/notes.txt"}),
+        )
+        .await;
+    assert_ne!(r["result"]["isError"], true, "{r}");
+    assert_eq!(up.tool_calls("manage_files"), 1);
+    // A static tool is decided on its annotations: list_files is read-only.
+    let r = m.call("list_files", json!({"dir": "/"})).await;
+    assert_ne!(r["result"]["isError"], true, "{r}");
+}
+
+#[tokio::test]
+async fn who_may_connect_and_what_a_session_id_opens() {
+    let app = TestApp::new().await;
+    publish(&app).await;
+    let up = upstream(Switches::default()).await;
+    route(&app, json!({"upstream": {"url": up.url()}})).await;
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"}}})
+    .to_string();
+    let path = endpoint(&app);
+
+    // No token: 401 naming this endpoint's RFC 9728 metadata.
+    let r = app
+        .send_raw("POST", &path, None, Some(init.as_bytes()), &[])
+        .await;
+    assert_eq!(r.status, 401);
+    let challenge = r.header("www-authenticate").unwrap();
+    let want = format!(
+        "/.well-known/oauth-protected-resource/t/{}/mcp/{}\"",
+        app.tenant,
+        server()
+    );
+    assert!(challenge.contains(&want), "{challenge}");
+    let meta = app
+        .send(
+            "GET",
+            &format!(
+                "/.well-known/oauth-protected-resource/t/{}/mcp/{}",
+                app.tenant,
+                server()
+            ),
+            None,
+            None,
+        )
+        .await;
+    assert_eq!(meta.status, 200);
+    let meta = meta.json();
+    assert!(
+        meta["resource"].as_str().unwrap().ends_with(&path),
+        "{meta}"
+    );
+    // The tenant's authorization servers: here the same as Pinfold's own
+    // (its test issuers name the tenant in the token).
+    let root = app
+        .send("GET", "/.well-known/oauth-protected-resource", None, None)
+        .await
+        .json();
+    assert_eq!(
+        meta["authorization_servers"], root["authorization_servers"],
+        "{meta}"
+    );
+
+    // A reviewer holds neither client nor admin; another tenant's client
+    // finds nothing.
+    let r = app
+        .send_raw(
+            "POST",
+            &path,
+            Some(&app.as_roles("rita", &["reviewer"])),
+            Some(init.as_bytes()),
+            &[],
+        )
+        .await;
+    assert_eq!(r.status, 403);
+    let other = app.new_tenant().await;
+    let stranger = token("eve", Some(other.as_str()), &["client", "admin"]);
+    let r = app
+        .send_raw("POST", &path, Some(&stranger), Some(init.as_bytes()), &[])
+        .await;
+    assert_eq!(r.status, 404);
+
+    // A session id is the caller's, unforgeable, and a session is needed.
+    let m = Mcp::open(&app, client(&app)).await;
+    let sid = m.session.clone().unwrap();
+    let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}).to_string();
+    for (token, sid, want) in [
+        (app.as_roles("dora", &["client"]), sid.clone(), 404),
+        (client(&app), format!("{sid}x"), 404),
+        (client(&app), "v2.nothing.here".to_owned(), 404),
+    ] {
+        let r = app
+            .send_raw(
+                "POST",
+                &path,
+                Some(&token),
+                Some(list.as_bytes()),
+                &[("mcp-session-id", &sid)],
+            )
+            .await;
+        assert_eq!(r.status, want, "{}", String::from_utf8_lossy(&r.bytes));
+    }
+    let r = app
+        .send_raw(
+            "POST",
+            &path,
+            Some(&client(&app)),
+            Some(list.as_bytes()),
+            &[],
+        )
+        .await;
+    assert_eq!(r.status, 400);
+
+    // Transport errors are JSON-RPC errors.
+    for (body, code) in [
+        (&b"{not json"[..], -32700),
+        (
+            &b"[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}]"[..],
+            -32600,
+        ),
+    ] {
+        let r = app
+            .send_raw(
+                "POST",
+                &path,
+                Some(&client(&app)),
+                Some(body),
+                &[("mcp-session-id", &sid)],
+            )
+            .await;
+        assert_eq!(r.status, 400);
+        assert_eq!(r.json()["error"]["code"], code);
+    }
+
+    // A web page of another origin cannot use a client's browser to reach it.
+    let r = app
+        .send_raw(
+            "POST",
+            &path,
+            Some(&client(&app)),
+            Some(init.as_bytes()),
+            &[
+                ("origin", "http://evil.example"),
+                ("host", "127.0.0.1:8080"),
+            ],
+        )
+        .await;
+    assert_eq!(r.status, 403);
+
+    // No route for a server: 404.
+    let r = app
+        .send_raw(
+            "POST",
+            &format!("/t/{}/mcp/io.example/none", app.tenant),
+            Some(&client(&app)),
+            Some(init.as_bytes()),
+            &[],
+        )
+        .await;
+    assert_eq!(r.status, 404);
+}
+
+/// Runs a real SDK client (`cmd`, which takes the calls then the URL, or
+/// the URL then the calls for Python) against the guard endpoint served on
+/// a real port; its JSON output.
+async fn real_client(cmd: Vec<String>, token: &str) -> Value {
+    let out = tokio::time::timeout(
+        Duration::from_secs(90),
+        tokio::process::Command::new(&cmd[0])
+            .args(&cmd[1..])
+            .env("PINFOLD_TOKEN", token)
+            .stdin(std::process::Stdio::null())
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await
+    .expect("the client finishes")
+    .expect("the client runs");
+    assert!(
+        out.status.success(),
+        "{:?}: {}",
+        cmd,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&out.stdout)))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_typescript_and_python_sdk_clients_list_and_call_through_the_guard() {
+    let peers = super::mcp_peers::peers();
+    let python = super::guard_stdio::python_sdk();
+    if peers.is_none() && python.is_none() {
+        return;
+    }
+    let app = TestApp::new().await;
+    publish(&app).await;
+    let up = upstream(Switches {
+        flip_destructive: true,
+        ..Switches::default()
+    })
+    .await;
+    route(
+        &app,
+        json!({"upstream": {"url": up.url()}, "mode": "strict"}),
+    )
+    .await;
+    let base = serve_local(app.router.clone()).await;
+    let url = format!("{base}{}", endpoint(&app));
+    let calls = json!([
+        {"name": "manage_files", "arguments": {"action": "read", "path": "/notes.txt"}},
+        {"name": "list_files", "arguments": {"dir": "/"}},
+    ])
+    .to_string();
+    let mut clients = Vec::new();
+    if let Some(dir) = &peers {
+        clients.push((
+            "typescript",
+            vec![
+                "node".to_owned(),
+                dir.join("sdk-guarded.mjs").display().to_string(),
+                calls.clone(),
+                url.clone(),
+            ],
+        ));
+    }
+    if let Some(py) = &python {
+        let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../examples/mcp-peers/py-http-guarded.py");
+        clients.push((
+            "python",
+            vec![
+                py.clone(),
+                script.display().to_string(),
+                url.clone(),
+                calls.clone(),
+            ],
+        ));
+    }
+    for (which, cmd) in clients {
+        let before = up.tool_calls("manage_files");
+        let out = real_client(cmd, &client(&app)).await;
+        let names: BTreeSet<String> = out["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap().to_owned())
+            .collect();
+        assert_eq!(
+            names,
+            set(&["manage_files", "manage_files_dynamic"]),
+            "{which}: {out}"
+        );
+        let read = &out["calls"][0];
+        assert!(read.get("result").is_some(), "{which}: {read}");
+        assert_eq!(up.tool_calls("manage_files"), before + 1, "{which}");
+        let refused = &out["calls"][1];
+        assert_eq!(refused["error"]["code"], -32010, "{which}: {refused}");
+        assert_eq!(up.tool_calls("list_files"), 0, "{which}");
+    }
+}
+
+#[tokio::test]
+async fn a_sessionless_client_discovers_lists_and_calls_and_its_headers_must_match_the_body() {
+    let app = TestApp::new().await;
+    publish(&app).await;
+    let up = upstream(Switches::default()).await;
+    route(
+        &app,
+        json!({"upstream": {"url": up.url()}, "mode": "strict"}),
+    )
+    .await;
+    let path = endpoint(&app);
+    let meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
+    });
+    let send = |method: &'static str, name: Option<&'static str>, params: Value| {
+        let app = &app;
+        let path = path.clone();
+        async move {
+            let body = json!({"jsonrpc": "2.0", "id": 7, "method": method, "params": params});
+            let mut headers = vec![
+                ("accept", "application/json, text/event-stream"),
+                ("mcp-protocol-version", "2026-07-28"),
+                ("mcp-method", method),
+            ];
+            if let Some(n) = name {
+                headers.push(("mcp-name", n));
+            }
+            app.send_raw(
+                "POST",
+                &path,
+                Some(&client(app)),
+                Some(body.to_string().as_bytes()),
+                &headers,
+            )
+            .await
+        }
+    };
+    let r = send("server/discover", None, json!({"_meta": meta})).await;
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.bytes));
+    let d = answer(&r, &json!(7));
+    assert!(
+        d["result"]["supportedVersions"]
+            .as_array()
+            .is_some_and(|v| v.contains(&json!("2026-07-28"))),
+        "{d}"
+    );
+    let r = send("tools/list", None, json!({"_meta": meta})).await;
+    let l = answer(&r, &json!(7));
+    assert_eq!(l["result"]["cacheScope"], "private", "{l}");
+    assert_eq!(l["result"]["tools"].as_array().unwrap().len(), 3, "{l}");
+    let r = send(
+        "tools/call",
+        Some("list_files"),
+        json!({"name": "list_files", "arguments": {"dir": "/"}, "_meta": meta}),
+    )
+    .await;
+    let c = answer(&r, &json!(7));
+    assert!(c.get("result").is_some(), "{c}");
+    assert_eq!(up.tool_calls("list_files"), 1);
+    // The name header says one tool, the body another: refused, nothing
+    // upstream.
+    let r = send(
+        "tools/call",
+        Some("manage_files"),
+        json!({"name": "list_files", "arguments": {"dir": "/"}, "_meta": meta}),
+    )
+    .await;
+    assert_eq!(r.status, 400, "{}", String::from_utf8_lossy(&r.bytes));
+    assert_eq!(up.tool_calls("list_files"), 1);
+}
+
+/// A loopback listener that accepts connections and answers each request
+/// with `reply` (raw HTTP), or never when `None`.
+async fn fake_upstream(reply: Option<&'static str>) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        loop {
+            let Ok((mut sock, _)) = listener.accept().await else {
+                return;
+            };
+            tokio::spawn(async move {
+                let mut buf = vec![0u8; 65536];
+                let _ = sock.read(&mut buf).await;
+                match reply {
+                    Some(r) => {
+                        let _ = sock.write_all(r.as_bytes()).await;
+                    }
+                    None => tokio::time::sleep(Duration::from_secs(3600)).await,
+                }
+            });
+        }
+    });
+    format!("http://{addr}/mcp")
+}
+
+#[tokio::test]
+async fn upstream_down_hanging_or_answering_garbage_is_a_json_rpc_error_in_time() {
+    let garbage = "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 9\r\nconnection: close\r\n\r\nnot json!";
+    let closed = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let a = l.local_addr().unwrap();
+        drop(l);
+        format!("http://{a}/mcp")
+    };
+    for (what, url) in [
+        ("down", closed),
+        ("hanging", fake_upstream(None).await),
+        ("garbage", fake_upstream(Some(garbage)).await),
+    ] {
+        let app = TestApp::build(test_issuers(), |c| {
+            c.resolve.upstream_timeout_ms = 1_500;
+        })
+        .await;
+        publish(&app).await;
+        route(&app, json!({"upstream": {"url": url}, "mode": "strict"})).await;
+        let started = std::time::Instant::now();
+        let m = Mcp {
+            app: &app,
+            token: client(&app),
+            session: None,
+            next: 0,
+        };
+        let r = m
+            .post(
+                json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+                "protocolVersion": "2025-11-25", "capabilities": {},
+                "clientInfo": {"name": "t", "version": "1"}}}),
+            )
+            .await;
+        let took = started.elapsed();
+        assert_eq!(
+            r.status,
+            200,
+            "{what}: {}",
+            String::from_utf8_lossy(&r.bytes)
+        );
+        let a = answer(&r, &json!(0));
+        assert_eq!(a["error"]["code"], -32012, "{what}: {a}");
+        assert!(
+            took < Duration::from_secs(5),
+            "{what}: answered in {took:?}"
+        );
+        assert!(r.header("mcp-session-id").is_none(), "{what}");
+    }
+}
+
+#[tokio::test]
+async fn a_session_continues_on_a_second_replica_and_oversize_bodies_are_refused() {
+    let a = TestApp::new().await;
+    publish(&a).await;
+    let up = upstream(Switches::default()).await;
+    route(&a, json!({"upstream": {"url": up.url()}, "mode": "strict"})).await;
+    let m = Mcp::open(&a, client(&a)).await;
+    let sid = m.session.clone().unwrap();
+    // Another replica: its own caches, no route built, nothing of the
+    // session but what its id carries.
+    let b = a.replica().await;
+    drop(m);
+    let mut m = Mcp {
+        app: &b,
+        token: client(&b),
+        session: Some(sid),
+        next: 10,
+    };
+    assert_eq!(m.tools().await, set(ALL));
+    let r = m.call("list_files", json!({"dir": "/"})).await;
+    assert!(r.get("result").is_some(), "{r}");
+    assert_eq!(up.tool_calls("list_files"), 1);
+
+    let big = vec![b' '; 3 * 1024 * 1024];
+    let r = b
+        .send_raw("POST", &endpoint(&b), Some(&client(&b)), Some(&big), &[])
+        .await;
+    assert_eq!(r.status, 413);
+}
