@@ -74,13 +74,13 @@ CLIENT=$("$PINFOLD_BIN" token --data-dir "$work/data" --sub carl --tenant dev --
 # Capture, publish, approve, route.
 "$PINFOLD_BIN" capture "$UPSTREAM" --name "$NAME" --version 1.0.0 --out "$work/card.json" >/dev/null \
     || fail "pinfold capture"
-PINFOLD_TOKEN=$PUBLISHER "$PINFOLD_BIN" publish "$work/card.json" --url "$BASE" --tenant dev >/dev/null \
+PINFOLD_TOKEN=$PUBLISHER "$PINFOLD_BIN" publish "$work/card.json" --server "$BASE" --tenant dev >/dev/null \
     || fail "pinfold publish"
 S="$BASE/v1/tenants/dev/servers/${NAME//\//%2F}"
 code=$(curl -sS -o "$work/review.json" -w '%{http_code}' -X POST "$S/versions/1.0.0/review" \
     -H "Authorization: Bearer $REVIEWER" -H 'Content-Type: application/json' -d '{"decision":"approve"}')
 [ "$code" = 200 ] || fail "approve: $code $(cat "$work/review.json")"
-code=$(curl -sS -o "$work/route.json" -w '%{http_code}' -X PUT "$BASE/v1/tenants/dev/servers/$NAME/guard" \
+code=$(curl -sS -o "$work/route.json" -w '%{http_code}' -X PUT "$S/guard" \
     -H "Authorization: Bearer $ADMIN" -H 'Content-Type: application/json' \
     -d "{\"upstream\": {\"url\": \"$UPSTREAM\"}, \"mode\": \"strict\"}")
 case "$code" in 200|201) ;; *) fail "guard route: $code $(cat "$work/route.json")" ;; esac

@@ -594,6 +594,32 @@ async fn who_may_connect_and_what_a_session_id_opens() {
         )
         .await;
     assert_eq!(r.status, 403);
+    // ... nor by rebinding its own name to Pinfold's address (its Host and
+    // Origin agree, and are not Pinfold's).
+    let r = app
+        .send_raw(
+            "POST",
+            &path,
+            Some(&client(&app)),
+            Some(init.as_bytes()),
+            &[("origin", "http://evil.example"), ("host", "evil.example")],
+        )
+        .await;
+    assert_eq!(r.status, 403);
+    // A page served by Pinfold's own loopback origin may.
+    let r = app
+        .send_raw(
+            "POST",
+            &path,
+            Some(&client(&app)),
+            Some(init.as_bytes()),
+            &[
+                ("origin", "http://127.0.0.1:8080"),
+                ("host", "127.0.0.1:8080"),
+            ],
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.bytes));
 
     // No route for a server: 404.
     let r = app

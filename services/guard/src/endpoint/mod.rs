@@ -214,10 +214,12 @@ fn unauthorized(st: &EndpointState, headers: &HeaderMap, tenant: &str, server: &
     err.into_response()
 }
 
-/// Whether a browser's `Origin` may reach the endpoint: absent (not a
-/// browser), or naming the host the request was sent to (or `public_url`'s).
-/// The transport asks servers to check it, so that a web page cannot reach
-/// the endpoint by rebinding a name to its address.
+/// Whether a browser's `Origin` may reach the endpoint. Without one the
+/// caller is not a browser and nothing is decided here. With one, it must
+/// be `public_url`'s origin when Pinfold has one; without, a loopback origin
+/// naming the host the request was sent to. A page that rebinds its own
+/// name to Pinfold's address sends its own origin, so it is refused: the
+/// transport asks servers to check this (DNS rebinding).
 fn origin_allowed(st: &EndpointState, headers: &HeaderMap) -> bool {
     let Some(origin) = headers.get(header::ORIGIN) else {
         return true;
@@ -229,24 +231,30 @@ fn origin_allowed(st: &EndpointState, headers: &HeaderMap) -> bool {
     else {
         return false;
     };
-    let authority = |u: &reqwest::Url| {
-        u.host_str().map(|h| match u.port() {
-            Some(p) => format!("{h}:{p}"),
-            None => h.to_owned(),
-        })
-    };
-    let Some(from) = authority(&origin) else {
-        return false;
-    };
-    let host = headers.get(header::HOST).and_then(|h| h.to_str().ok());
-    let public =
+    if let Some(public) =
         st.0.config
             .public_url
             .as_deref()
             .and_then(|u| reqwest::Url::parse(u).ok())
-            .and_then(|u| authority(&u));
-    host.is_some_and(|h| h.eq_ignore_ascii_case(&from))
-        || public.is_some_and(|p| p.eq_ignore_ascii_case(&from))
+    {
+        return origin.origin() == public.origin();
+    }
+    let loopback = match origin.host() {
+        Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        None => false,
+    };
+    let authority = match (origin.host_str(), origin.port()) {
+        (Some(h), Some(p)) => format!("{h}:{p}"),
+        (Some(h), None) => h.to_owned(),
+        _ => return false,
+    };
+    loopback
+        && headers
+            .get(header::HOST)
+            .and_then(|h| h.to_str().ok())
+            .is_some_and(|h| h.eq_ignore_ascii_case(&authority))
 }
 
 /// The caller, admitted to `tenant` with `client` or `admin`, from an
