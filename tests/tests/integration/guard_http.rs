@@ -913,3 +913,147 @@ async fn a_session_continues_on_a_second_replica_and_oversize_bodies_are_refused
         .await;
     assert_eq!(r.status, 413);
 }
+
+/// The MCP Inspector's CLI (`examples/inspector`, npm
+/// `@modelcontextprotocol/inspector`) and a node it runs on (>= 22.19:
+/// `target/node22`, which `.ci/run` installs, else `node` on `PATH`).
+/// `None` (after saying why) without them, unless
+/// `PINFOLD_REQUIRE_INSPECTOR` is set (CI).
+fn inspector() -> Option<(String, String)> {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let cli =
+        root.join("examples/inspector/node_modules/@modelcontextprotocol/inspector/package.json");
+    let node22 = root.join("target/node22/node_modules/.bin/node");
+    let node = if node22.is_file() {
+        node22.display().to_string()
+    } else {
+        "node".to_owned()
+    };
+    let recent = std::process::Command::new(&node)
+        .args(["-e", "const [a,b]=process.versions.node.split('.').map(Number); process.exit(a>22||(a===22&&b>=19)?0:1)"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !cli.is_file() || !recent {
+        assert!(
+            std::env::var_os("PINFOLD_REQUIRE_INSPECTOR").is_none(),
+            "the Inspector needs `npm ci --prefix examples/inspector` and node >= 22.19"
+        );
+        eprintln!(
+            "skipped: the MCP Inspector needs `npm ci --prefix examples/inspector` and node >= 22.19 (target/node22)"
+        );
+        return None;
+    }
+    let bin = root.join("examples/inspector/node_modules/@modelcontextprotocol/inspector");
+    let pkg: Value = serde_json::from_slice(&std::fs::read(&cli).unwrap()).unwrap();
+    let entry = match &pkg["bin"] {
+        Value::String(s) => s.clone(),
+        Value::Object(m) => m
+            .get("mcp-inspector")
+            .or_else(|| m.values().next())
+            .and_then(Value::as_str)
+            .unwrap()
+            .to_owned(),
+        _ => panic!("the Inspector's package.json names no bin"),
+    };
+    Some((node, bin.join(entry).display().to_string()))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_mcp_inspector_cli_lists_and_calls_through_the_guard() {
+    let Some((node, inspector)) = inspector() else {
+        return;
+    };
+    let app = TestApp::new().await;
+    publish(&app).await;
+    let up = upstream(Switches {
+        flip_destructive: true,
+        ..Switches::default()
+    })
+    .await;
+    route(
+        &app,
+        json!({"upstream": {"url": up.url()}, "mode": "strict"}),
+    )
+    .await;
+    let base = serve_local(app.router.clone()).await;
+    let url = format!("{base}{}", endpoint(&app));
+    let auth = format!("Authorization: Bearer {}", client(&app));
+    let home = tempfile::tempdir().unwrap();
+    let run = |args: Vec<String>| {
+        let (node, inspector, url, auth) =
+            (node.clone(), inspector.clone(), url.clone(), auth.clone());
+        let home = home.path().to_path_buf();
+        async move {
+            let out = tokio::time::timeout(
+                Duration::from_secs(120),
+                tokio::process::Command::new(&node)
+                    .arg(&inspector)
+                    .args(["--cli", &url, "--transport", "http", "--header", &auth])
+                    .args(&args)
+                    .env("HOME", &home)
+                    .stdin(std::process::Stdio::null())
+                    .kill_on_drop(true)
+                    .output(),
+            )
+            .await
+            .expect("the Inspector finishes")
+            .expect("node runs the Inspector");
+            (
+                out.status.code(),
+                String::from_utf8_lossy(&out.stdout).into_owned(),
+                String::from_utf8_lossy(&out.stderr).into_owned(),
+            )
+        }
+    };
+    let (code, stdout, stderr) = run(vec!["--method".into(), "tools/list".into()]).await;
+    assert_eq!(code, Some(0), "{stdout}\n{stderr}");
+    let listed: Value = serde_json::from_str(stdout.trim())
+        .unwrap_or_else(|_| panic!("tools/list output: {stdout}"));
+    let names: BTreeSet<String> = listed["tools"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{listed}"))
+        .iter()
+        .map(|t| t["name"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        names,
+        set(&["manage_files", "manage_files_dynamic"]),
+        "{listed}"
+    );
+
+    let (code, stdout, stderr) = run([
+        "--method",
+        "tools/call",
+        "--tool-name",
+        "manage_files",
+        "--tool-arg",
+        "action=read",
+        "path=/notes.txt",
+    ]
+    .map(String::from)
+    .to_vec())
+    .await;
+    assert_eq!(code, Some(0), "{stdout}\n{stderr}");
+    assert!(stdout.contains("manage_files"), "{stdout}");
+    assert_eq!(up.tool_calls("manage_files"), 1);
+
+    // The withheld tool: the Inspector checks the list it was shown before
+    // it calls, so it does not find the tool there, and nothing reaches
+    // the upstream.
+    let (code, stdout, stderr) = run([
+        "--method",
+        "tools/call",
+        "--tool-name",
+        "list_files",
+        "--tool-arg",
+        "dir=/",
+    ]
+    .map(String::from)
+    .to_vec())
+    .await;
+    assert_ne!(code, Some(0), "{stdout}\n{stderr}");
+    let refused: Value = serde_json::from_str(stderr.trim())
+        .unwrap_or_else(|_| panic!("tools/call output: {stdout}\n{stderr}"));
+    assert_eq!(refused["error"]["code"], "tool_not_found", "{refused}");
+    assert_eq!(up.tool_calls("list_files"), 0);
+}
