@@ -105,6 +105,7 @@ struct OpsState {
     metrics: Arc<Metrics>,
     scrapes: Arc<Scrapes>,
     resolve: pinfold_resolve::ResolveState,
+    guard: pinfold_guard::endpoint::EndpointState,
     protected_resource: Arc<ProtectedResource>,
     rate_limiter: Option<Arc<RateLimiter>>,
 }
@@ -344,6 +345,7 @@ fn render_metrics(st: &OpsState) -> axum::body::Bytes {
     // figures are those of now.
     st.resolve.engine.run_pending_tasks();
     crate::metrics::render_resolve(&st.resolve.engine.stats(), &mut text);
+    crate::metrics::render_guard(st.guard.stats(), &mut text);
     crate::metrics::render_scrapes(
         st.scrapes.admitted(),
         st.scrapes.flight.renders(),
@@ -379,6 +381,7 @@ pub fn build_for(ctx: AppContext, services: &[Service]) -> crate::fastpath::App 
             metrics: ctx.metrics.clone(),
             scrapes: ctx.scrapes.clone(),
             resolve: ctx.resolve.clone(),
+            guard: ctx.guard_endpoint.clone(),
             protected_resource: ctx.protected_resource.clone(),
             rate_limiter: ctx.rate_limiter.clone(),
         }));

@@ -352,6 +352,40 @@ pub fn render_scrapes(scrapes: u64, renders: u64, out: &mut String) {
     }
 }
 
+/// The guard endpoint's counters since start (no labels: never a tenant,
+/// route or tool).
+///
+/// | Prometheus                          | type    | what |
+/// |-------------------------------------|---------|------|
+/// | `pinfold_guard_refused_calls_total` | counter | calls refused before the upstream (not shown, or the route's `calls` policy) |
+/// | `pinfold_guard_drifts_total`        | counter | distinct drifted upstream lists recorded (one `guard.drift` audit event each) |
+/// | `pinfold_guard_forwarded_total`     | counter | client requests forwarded to upstreams |
+pub fn render_guard(s: &pinfold_guard::endpoint::GuardStats, out: &mut String) {
+    use std::sync::atomic::Ordering::Relaxed;
+    for (name, help, v) in [
+        (
+            "pinfold_guard_refused_calls_total",
+            "Calls the guard refused before the upstream.",
+            s.refused.load(Relaxed),
+        ),
+        (
+            "pinfold_guard_drifts_total",
+            "Distinct drifted upstream tool lists the guard recorded.",
+            s.drifts.load(Relaxed),
+        ),
+        (
+            "pinfold_guard_forwarded_total",
+            "Client requests the guard forwarded to upstreams.",
+            s.forwarded.load(Relaxed),
+        ),
+    ] {
+        let _ = writeln!(
+            out,
+            "# HELP {name} {help}\n# TYPE {name} counter\n{name} {v}"
+        );
+    }
+}
+
 /// Resolve-cache metrics (Prometheus names; counters since start). Labels:
 /// `reason` (a fallback reason) and `kind` (a violation kind), both from
 /// closed sets; never a tenant, session or tool.

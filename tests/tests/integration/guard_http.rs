@@ -389,6 +389,19 @@ async fn rug_pulls(legacy: bool) {
     tokio::time::sleep(Duration::from_millis(500)).await;
     let _ = Mcp::open(&app, client(&app)).await.tools().await;
     assert_eq!(drift_events(&app).await.len(), 3);
+
+    // The same in /metrics.
+    let r = app.send("GET", "/metrics", None, None).await;
+    let text = String::from_utf8(r.bytes).unwrap();
+    let metric = |name: &str| -> u64 {
+        text.lines()
+            .find_map(|l| l.strip_prefix(&format!("{name} ")))
+            .unwrap_or_else(|| panic!("{name} not in /metrics"))
+            .parse()
+            .unwrap()
+    };
+    assert_eq!(metric("pinfold_guard_drifts_total"), 3);
+    assert!(metric("pinfold_guard_refused_calls_total") >= 4);
 }
 
 #[tokio::test]
