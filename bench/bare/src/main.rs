@@ -8,6 +8,10 @@
 //! GET  /v              If-None-Match matching the fixed ETag → 304, else 200 + a small JSON document
 //! POST /resolve        {name, arguments} → the cached resolve answer (a resolve-cache hit)
 //! POST /forward        {name, arguments} → the UPSTREAM's tools/resolve result (a resolve miss)
+//! POST /mcp            any JSON-RPC message → sent to UPSTREAM as it is, its answer back as it is
+//!                      (the floor of an MCP pass-through proxy: `bench/guard.sh`)
+//! POST /bytes          the bytes of the file named by BARE_BYTES_FILE, as JSON
+//!                      (what the guard's served `tools/list` is compared with)
 //! ```
 //!
 //! `POST /forward` does the transport work of a resolve miss and nothing
@@ -49,6 +53,55 @@ struct AppState {
     cache: Cache<Box<[u8]>, Bytes>,
     version_doc: Bytes,
     upstream: Option<(reqwest::Client, reqwest::Url)>,
+    bytes: Bytes,
+}
+
+/// Headers an MCP pass-through carries from the client to the upstream.
+const PASSED: [&str; 5] = [
+    "mcp-session-id",
+    "mcp-protocol-version",
+    "mcp-method",
+    "mcp-name",
+    "last-event-id",
+];
+
+/// `POST /mcp`: the message to the upstream and its answer back, bytes
+/// for bytes (no parsing, no check).
+async fn mcp(State(st): State<AppState>, headers: HeaderMap, body: Bytes) -> Response {
+    let Some((client, url)) = &st.upstream else {
+        return StatusCode::NOT_FOUND.into_response();
+    };
+    let mut req = client
+        .post(url.clone())
+        .header(header::ACCEPT, "application/json, text/event-stream")
+        .header(header::CONTENT_TYPE, "application/json");
+    for name in PASSED {
+        if let Some(v) = headers.get(name) {
+            req = req.header(name, v.clone());
+        }
+    }
+    let Ok(answer) = req.body(body).send().await else {
+        return StatusCode::BAD_GATEWAY.into_response();
+    };
+    let status = answer.status();
+    let content_type = answer.headers().get(header::CONTENT_TYPE).cloned();
+    let Ok(bytes) = answer.bytes().await else {
+        return StatusCode::BAD_GATEWAY.into_response();
+    };
+    let mut resp = (status, bytes).into_response();
+    if let Some(ct) = content_type {
+        resp.headers_mut().insert(header::CONTENT_TYPE, ct);
+    }
+    resp
+}
+
+/// `POST /bytes`: fixed JSON bytes.
+async fn fixed_bytes(State(st): State<AppState>) -> Response {
+    (
+        [(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))],
+        st.bytes.clone(),
+    )
+        .into_response()
 }
 
 #[derive(Deserialize)]
@@ -260,10 +313,17 @@ async fn main() {
         .route("/v", get(version))
         .route("/resolve", post(resolve))
         .route("/forward", post(forward))
+        .route("/mcp", post(mcp))
+        .route("/bytes", post(fixed_bytes))
         .with_state(AppState {
             cache,
             version_doc,
             upstream,
+            bytes: std::env::var("BARE_BYTES_FILE")
+                .ok()
+                .and_then(|f| std::fs::read(f).ok())
+                .map(Bytes::from)
+                .unwrap_or_default(),
         });
     let listener = tokio::net::TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], port)))
         .await

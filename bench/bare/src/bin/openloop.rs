@@ -20,7 +20,7 @@
 //! ```
 //!
 //! Prints a human summary, and a last line `openloop rate=.. sent=.. errors=..
-//! p50_us=.. p90_us=.. p99_us=.. p999_us=.. max_us=..` for scripts. A response
+//! p50_us=.. p90_us=.. p99_us=.. p999_us=.. max_us=.. mean_us=..` for scripts. A response
 //! counts as an error unless its status is 2xx or 304.
 
 use std::time::{Duration, Instant};
@@ -370,6 +370,11 @@ fn main() {
         let (p50, p90, p99, p999) =
             (percentile(&all, 50.0), percentile(&all, 90.0), percentile(&all, 99.0), percentile(&all, 99.9));
         let max = all.last().copied().unwrap_or(0);
+        let mean = if all.is_empty() {
+            0
+        } else {
+            all.iter().map(|&u| u64::from(u)).sum::<u64>() / all.len() as u64
+        };
         println!(
             "open loop: target {:.0} req/s over {} connections, achieved {achieved:.0} req/s, {errors} errors",
             args.rate, args.connections
@@ -383,7 +388,7 @@ fn main() {
             max as f64 / 1000.0
         );
         println!(
-            "openloop rate={achieved:.0} sent={sent} errors={errors} p50_us={p50} p90_us={p90} p99_us={p99} p999_us={p999} max_us={max}"
+            "openloop rate={achieved:.0} sent={sent} errors={errors} p50_us={p50} p90_us={p90} p99_us={p99} p999_us={p999} max_us={max} mean_us={mean}"
         );
         if errors > 0 {
             std::process::exit(1);
