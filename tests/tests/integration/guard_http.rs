@@ -1070,3 +1070,38 @@ async fn the_mcp_inspector_cli_lists_and_calls_through_the_guard() {
     assert_eq!(refused["error"]["code"], "tool_not_found", "{refused}");
     assert_eq!(up.tool_calls("list_files"), 0);
 }
+
+#[tokio::test]
+async fn a_clients_own_resolution_is_checked_and_outside_the_signature_is_the_worst_case() {
+    let app = TestApp::new().await;
+    publish(&app).await;
+    let up = upstream(Switches::default()).await;
+    route(
+        &app,
+        json!({"upstream": {"url": up.url()}, "mode": "strict"}),
+    )
+    .await;
+    let mut m = Mcp::open(&app, client(&app)).await;
+    let read = json!({"name": "manage_files", "arguments": {"action": "read", "path": "/n.txt"}});
+    let r = m.rpc("tools/resolve", read.clone()).await;
+    assert_eq!(
+        r["result"]["tool"]["annotations"]["readOnlyHint"], true,
+        "{r}"
+    );
+    // The upstream now claims an annotation the signature never declares:
+    // the client is served the worst case instead.
+    up.update(|s| s.undeclared = true);
+    let r = m.rpc("tools/resolve", read).await;
+    let a = &r["result"]["tool"]["annotations"];
+    assert_eq!(a["readOnlyHint"], false, "{r}");
+    assert_eq!(a["destructiveHint"], true, "{r}");
+    assert_eq!(a["openWorldHint"], false, "{r}");
+    // A tool that is not shown is refused before the upstream.
+    let r = m
+        .rpc(
+            "tools/resolve",
+            json!({"name": "purge_files", "arguments": {}}),
+        )
+        .await;
+    assert_eq!(r["error"]["code"], -32010, "{r}");
+}

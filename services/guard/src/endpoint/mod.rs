@@ -764,6 +764,7 @@ async fn post_mcp(
             Err(state) => json_response(StatusCode::OK, &unavailable(&id, &state)),
         },
         "tools/call" => tools_call(&st, &call, &id, &msg).await,
+        "tools/resolve" | "tools/annotations" => resolve_for_client(&st, &call, &id, &msg).await,
         "prompts/get" => {
             let name = msg
                 .pointer("/params/name")
@@ -938,6 +939,65 @@ async fn tools_call(st: &EndpointState, call: &Call, id: &Value, msg: &Value) ->
         return json_response(StatusCode::OK, &result(id, res));
     }
     forward(st, call, msg, None).await
+}
+
+/// A client's own `tools/resolve` (SEP-1862) or `tools/annotations`: for a
+/// tool not shown, refused like a call; else forwarded, and the answer
+/// checked against the signature. An answer outside it is replaced by the
+/// worst case in the answer's own shape (`{tool}`, or the extension's
+/// `{resultType, name, annotations}`), as the resolve service serves it.
+async fn resolve_for_client(st: &EndpointState, call: &Call, id: &Value, msg: &Value) -> Response {
+    let review = match call.live.review(st.0.config.review_wait).await {
+        Ok(r) => r,
+        Err(state) => return json_response(StatusCode::OK, &unavailable(id, &state)),
+    };
+    let name = msg
+        .pointer("/params/name")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    if let Err(refusal) = review.call(name) {
+        return refuse(st, id, refusal.to_error());
+    }
+    let ex = Exchange {
+        session: call.upstream_session.clone(),
+        pass: call.pass.clone(),
+    };
+    st.0.stats.forwarded.fetch_add(1, Ordering::Relaxed);
+    let answered = match outbound(st).call(&call.live.target, msg, &ex).await {
+        Ok(a) => a,
+        Err(UpstreamError::SessionGone) => {
+            return transport_error(
+                StatusCode::NOT_FOUND,
+                -32001,
+                "Session not found: the upstream ended the session; start a new one with initialize",
+            );
+        }
+        Err(e) => return json_response(StatusCode::OK, &upstream_failed(id, &e)),
+    };
+    let Some(mut resp) = answered.response else {
+        return json_response(
+            StatusCode::OK,
+            &upstream_failed(id, &UpstreamError::Protocol("no answer".into())),
+        );
+    };
+    strip_reserved_meta(&mut resp);
+    let prepared = call.live.prepared.as_ref().and_then(|p| p.tool(name));
+    if let (Some(result), Some(p)) = (resp.get_mut("result"), prepared) {
+        let within = p
+            .check(result, &st.0.config.limits)
+            .is_ok_and(|r| r.conformant);
+        if !within {
+            tracing::info!(tenant = %call.tenant, tool = name,
+                "guard: an upstream resolution outside the signature is served as the worst case");
+            let worst = p.worst_case();
+            if result.get("tool").is_some() {
+                *result = json!({ "tool": worst });
+            } else {
+                result["annotations"] = worst.get("annotations").cloned().unwrap_or(json!({}));
+            }
+        }
+    }
+    json_response(StatusCode::OK, &resp)
 }
 
 /// The upstream's resolution of one call's annotations (SEP-1862), when it
