@@ -12,6 +12,7 @@
 //! `store-sqlite` and `store-postgres`; a query selects the columns a row
 //! struct names.
 
+mod console;
 mod error;
 mod registry;
 mod resolve;
@@ -19,6 +20,7 @@ mod scope;
 mod sealed;
 mod tenancy;
 
+pub use console::{ConsoleSessionDbRow, console_error};
 pub use error::{is_unavailable, registry_error, registry_error_from, store_error};
 pub use registry::{
     KeyRow, KeyedVersionRow, ListedVersionRow, ReviewRow, ServerSummaryRow, VersionMetaRow,
