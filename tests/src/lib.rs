@@ -432,11 +432,14 @@ fn app_router(
             rate_limiter,
             console: Some(pinfold_server::console_wiring::ConsoleSetup {
                 sessions: store.console(),
-                settings: Arc::new(pinfold_console::ConsoleSettings {
-                    secure_cookies: false,
-                    dev: Some(Arc::new(TestSignIn)),
-                    ..pinfold_console::ConsoleSettings::default()
-                }),
+                settings: Arc::new(
+                    pinfold_server::console_wiring::settings(
+                        cfg,
+                        Some(Arc::new(TestSignIn)),
+                        egress,
+                    )
+                    .expect("[console]"),
+                ),
             }),
         },
         services,

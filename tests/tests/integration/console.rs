@@ -510,3 +510,226 @@ async fn revoking_needs_a_confirmation_naming_the_server_and_version() {
     assert_eq!(r.status, 303, "{}", String::from_utf8_lossy(&r.bytes));
     assert_eq!(status_of(&app, "1.0.0").await, "revoked");
 }
+
+/// The tenant the identity provider's claim rules map its users into.
+const OIDC_TENANT: &str = "console-oidc";
+/// The audience of the access tokens the provider issues the console.
+const OIDC_AUDIENCE: &str = "https://pinfold.test";
+/// Where the provider sends the browser back.
+const OIDC_REDIRECT: &str = "http://127.0.0.1:9/console/callback";
+
+/// Publishes `doc` in the OIDC tenant as `who` (a token of the test issuer).
+async fn publish_in(app: &TestApp, tenant: &str, who: &str, roles: &[&str], doc: &Value) -> Resp {
+    let version = doc["version"].as_str().unwrap();
+    app.send(
+        "PUT",
+        &format!(
+            "/v1/tenants/{tenant}/servers/{}/versions/{version}",
+            enc(SERVER)
+        ),
+        Some(&token(who, Some(tenant), roles)),
+        Some(doc.clone()),
+    )
+    .await
+}
+
+impl Browser<'_> {
+    /// Signs in to `tenant` through the identity provider as `user`
+    /// (its login and consent pages included).
+    async fn sign_in_with_provider(&mut self, tenant: &str, user: &str) {
+        let (status, html) = self.get(&format!("/console/t/{tenant}/sign-in")).await;
+        assert_eq!(status, 200, "{html}");
+        assert!(html.contains("Sign in with Test IdP"), "{html}");
+        let token = field(&html, "token");
+        let r = self
+            .post(
+                &format!("/console/t/{tenant}/sign-in/oidc"),
+                &[("token", &token)],
+            )
+            .await;
+        assert_eq!(r.status, 303, "{}", String::from_utf8_lossy(&r.bytes));
+        let authorize = r.header("location").unwrap();
+        assert!(
+            authorize.contains("code_challenge_method=S256"),
+            "{authorize}"
+        );
+        let back = crate::scope_oidc::browse_to(&authorize, user, OIDC_REDIRECT).await;
+        let query = url::form_urlencoded::Serializer::new(String::new())
+            .extend_pairs(back.iter())
+            .finish();
+        let r = self
+            .request("GET", &format!("/console/callback?{query}"), None)
+            .await;
+        assert_eq!(r.status, 303, "{}", String::from_utf8_lossy(&r.bytes));
+        assert_eq!(
+            r.header("location").unwrap(),
+            format!("/console/t/{tenant}/queue")
+        );
+        assert!(self.cookies.contains_key("pinfold_console"));
+    }
+}
+
+#[tokio::test]
+async fn sign_in_through_the_real_identity_provider_then_review_and_sign_out() {
+    let Some(provider) = crate::scope_oidc::start_with(&[
+        "--console-redirect",
+        OIDC_REDIRECT,
+        "--console-resource",
+        OIDC_AUDIENCE,
+    ]) else {
+        return;
+    };
+    let rule = |sub: &str, roles: &[&str]| {
+        pinfold_http::auth::ClaimRule::new(
+            [("sub", sub)],
+            OIDC_TENANT,
+            &roles.iter().map(|r| r.to_string()).collect::<Vec<_>>(),
+        )
+        .unwrap()
+    };
+    let mut issuers = test_issuers();
+    issuers.push(pinfold_http::auth::IssuerConfig {
+        issuer: provider.issuer.clone(),
+        audience: OIDC_AUDIENCE.into(),
+        algorithms: vec![jsonwebtoken::Algorithm::RS256],
+        keys: pinfold_http::auth::KeySource::Jwks {
+            url: format!("{}/jwks", provider.issuer),
+            min_refetch: std::time::Duration::from_secs(1),
+        },
+        mapping: pinfold_http::auth::ClaimMapping::Rules(vec![
+            rule("rita", &["reviewer"]),
+            rule("bob", &["publisher", "reviewer"]),
+        ]),
+    });
+    let issuer = provider.issuer.clone();
+    let app = TestApp::build(issuers, move |cfg| {
+        cfg.public_url = "http://127.0.0.1:9".into();
+        cfg.console.oidc = Some(pinfold_server::config::ConsoleOidcSettings {
+            name: "Test IdP".into(),
+            issuer,
+            client_id: "pinfold-console".into(),
+            client_secret: Some("pinfold-console-test-secret-0123456789".into()),
+            client_secret_file: None,
+            scopes: vec!["openid".into(), "pinfold".into()],
+            resource: Some(OIDC_AUDIENCE.into()),
+        });
+    })
+    .await;
+    let r = app
+        .send(
+            "POST",
+            "/v1/tenants",
+            Some(&app.platform()),
+            Some(json!({"id": OIDC_TENANT, "name": "Console"})),
+        )
+        .await;
+    assert_eq!(r.status, 201);
+    let t = OIDC_TENANT;
+    let r = publish_in(
+        &app,
+        t,
+        "bob",
+        &["publisher"],
+        &card("1.0.0", json!([read_tool()])),
+    )
+    .await;
+    assert_eq!(r.status, 201);
+    let r = app
+        .send(
+            "POST",
+            &format!(
+                "/v1/tenants/{t}/servers/{}/versions/1.0.0/review",
+                enc(SERVER)
+            ),
+            Some(&token("carol", Some(t), &["reviewer"])),
+            Some(json!({"decision": "approve"})),
+        )
+        .await;
+    assert_eq!(r.status, 200);
+    let doc = card("1.1.0", json!([read_or_delete_tool()]));
+    assert_eq!(
+        publish_in(&app, t, "bob", &["publisher"], &doc)
+            .await
+            .status,
+        201
+    );
+    let page = format!("/console/t/{t}/servers/{}/versions/1.1.0", enc(SERVER));
+
+    // Rita, a reviewer at the provider, approves.
+    let mut rita = Browser::new(&app);
+    rita.sign_in_with_provider(t, "rita").await;
+    let (_, html) = rita.get(&page).await;
+    assert!(
+        html.contains("Signed in as <strong>rita</strong> (reviewer)"),
+        "{html}"
+    );
+    let esc = html
+        .find("class=\"escalations\"")
+        .expect("the escalation on top");
+    assert!(esc < html.find("id=\"tools\"").unwrap());
+    let csrf = field(&html, "csrf");
+    let r = rita
+        .post(
+            &format!("{page}/review"),
+            &[("csrf", &csrf), ("decision", "approve")],
+        )
+        .await;
+    assert_eq!(r.status, 303, "{}", String::from_utf8_lossy(&r.bytes));
+    let (_, html) = rita.get(&page).await;
+    assert!(html.contains("id=\"attestation\""), "{html}");
+
+    // Bob published 1.2.0: he sees no approve button, and a forged one fails.
+    let doc = card(
+        "1.2.0",
+        json!([read_or_delete_tool(), read_tool_named("stat")]),
+    );
+    assert_eq!(
+        publish_in(&app, t, "bob", &["publisher"], &doc)
+            .await
+            .status,
+        201
+    );
+    let mut bob = Browser::new(&app);
+    bob.sign_in_with_provider(t, "bob").await;
+    let page = format!("/console/t/{t}/servers/{}/versions/1.2.0", enc(SERVER));
+    let (_, html) = bob.get(&page).await;
+    assert!(!html.contains("value=\"approve\""), "{html}");
+    assert!(html.contains("you published this version"));
+    let csrf = field(&html, "csrf");
+    let r = bob
+        .post(
+            &format!("{page}/review"),
+            &[("csrf", &csrf), ("decision", "approve")],
+        )
+        .await;
+    assert_eq!(r.status, 403);
+
+    // Signing out ends the session.
+    let r = bob
+        .post(&format!("/console/t/{t}/sign-out"), &[("csrf", &csrf)])
+        .await;
+    assert_eq!(r.status, 303);
+    let r = bob.request("GET", &page, None).await;
+    assert_eq!(r.status, 303);
+
+    // A callback whose state is not the browser's opens nothing.
+    let mut eve = Browser::new(&app);
+    let (_, html) = eve.get(&format!("/console/t/{t}/sign-in")).await;
+    let token = field(&html, "token");
+    eve.post(
+        &format!("/console/t/{t}/sign-in/oidc"),
+        &[("token", &token)],
+    )
+    .await;
+    let r = eve
+        .request("GET", "/console/callback?code=x&state=forged", None)
+        .await;
+    assert_eq!(r.status, 403);
+    assert!(!eve.cookies.contains_key("pinfold_console"));
+}
+
+fn read_tool_named(name: &str) -> Value {
+    let mut t = read_tool();
+    t["name"] = json!(name);
+    t
+}

@@ -131,3 +131,41 @@ impl ConsoleConfig {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn oidc(issuer: &str) -> ConsoleOidcSettings {
+        ConsoleOidcSettings {
+            name: default_name(),
+            issuer: issuer.into(),
+            client_id: "console".into(),
+            client_secret: Some("s3cret-value".into()),
+            client_secret_file: None,
+            scopes: default_scopes(),
+            resource: None,
+        }
+    }
+
+    #[test]
+    fn the_console_signs_in_only_with_an_issuer_the_api_trusts() {
+        let issuers = vec!["https://idp.example".to_owned()];
+        let mut c = ConsoleConfig {
+            oidc: Some(oidc("https://other.example")),
+            ..ConsoleConfig::default()
+        };
+        let e = c
+            .validate(&issuers, "https://pinfold.example")
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("console.oidc.issuer"), "{e}");
+        c.oidc = Some(oidc("https://idp.example"));
+        c.validate(&issuers, "https://pinfold.example").unwrap();
+        let e = c.validate(&issuers, "").unwrap_err().to_string();
+        assert!(e.contains("public_url"), "{e}");
+        assert!(!format!("{:?}", c.oidc).contains("s3cret"));
+        c.session_ttl_secs = 10;
+        assert!(c.validate(&issuers, "https://pinfold.example").is_err());
+    }
+}
