@@ -14,6 +14,17 @@ pub const STYLESHEET_PATH: &str = "/console/static/console.css";
 pub const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; style-src 'self'; img-src 'self'; \
 form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 
+/// The CSP of a page whose form leads on to `origin` (the sign-in page,
+/// whose form is answered by a redirect to the identity provider:
+/// `form-action` governs where a form's redirects go too). Everything else
+/// as [`CONTENT_SECURITY_POLICY`].
+pub fn content_security_policy_to(origin: &str) -> String {
+    CONTENT_SECURITY_POLICY.replace(
+        "form-action 'self'",
+        &format!("form-action 'self' {origin}"),
+    )
+}
+
 /// Headers every console answer carries besides the CSP: no sniffing, no
 /// referrer leaving the console, no framing, nothing cached by others.
 pub const SECURITY_HEADERS: [(&str, &str); 4] = [

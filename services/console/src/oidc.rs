@@ -143,6 +143,18 @@ impl OidcClient {
             .await
     }
 
+    /// The origin of the provider's authorization endpoint (the sign-in
+    /// form's redirect goes there), or of its issuer while discovery fails.
+    pub async fn authorization_origin(&self) -> String {
+        let url = match self.endpoints().await {
+            Ok(ep) => ep.authorization_endpoint.clone(),
+            Err(_) => self.issuer.clone(),
+        };
+        url::Url::parse(&url)
+            .map(|u| u.origin().ascii_serialization())
+            .unwrap_or_default()
+    }
+
     /// The authorization URL for `state`, the PKCE `verifier` and `nonce`.
     pub async fn authorization_url(
         &self,

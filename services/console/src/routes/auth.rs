@@ -175,10 +175,12 @@ pub async fn sign_in_page(
         StatusCode::OK,
         q.signed_out.is_some().then_some("You have signed out."),
     )
+    .await
 }
 
-/// The sign-in page with a fresh pre-session token and `message`.
-pub(crate) fn sign_in_answer(
+/// The sign-in page with a fresh pre-session token and `message`; with an
+/// identity provider, its CSP lets the form lead on to the provider.
+pub(crate) async fn sign_in_answer(
     st: &ConsoleState,
     tenant: &str,
     status: StatusCode,
@@ -203,6 +205,13 @@ pub(crate) fn sign_in_answer(
     let mut resp = html(status, page);
     if let Ok(v) = set_cookie(PRE_COOKIE, &token, 1800, st.settings.secure_cookies).parse() {
         resp.headers_mut().append(header::SET_COOKIE, v);
+    }
+    if let Some(oidc) = &st.settings.oidc {
+        let origin = oidc.authorization_origin().await;
+        if let Ok(v) = crate::assets::content_security_policy_to(&origin).parse() {
+            resp.headers_mut()
+                .insert(header::CONTENT_SECURITY_POLICY, v);
+        }
     }
     resp
 }
@@ -243,7 +252,8 @@ pub async fn dev_sign_in(
             &tenant,
             StatusCode::FORBIDDEN,
             Some("The sign-in form expired or came from elsewhere; try again."),
-        );
+        )
+        .await;
     }
     let token = st
         .settings
@@ -256,16 +266,20 @@ pub async fn dev_sign_in(
             &tenant,
             StatusCode::FORBIDDEN,
             Some("No such dev identity here."),
-        );
+        )
+        .await;
     };
     match st.authn.verify(&token).await {
         Ok(principal) => open_session(&st, &tenant, principal).await,
-        Err(_) => sign_in_answer(
-            &st,
-            &tenant,
-            StatusCode::FORBIDDEN,
-            Some("The dev token did not verify."),
-        ),
+        Err(_) => {
+            sign_in_answer(
+                &st,
+                &tenant,
+                StatusCode::FORBIDDEN,
+                Some("The dev token did not verify."),
+            )
+            .await
+        }
     }
 }
 
@@ -278,12 +292,23 @@ pub(crate) async fn open_session(
     tenant: &str,
     principal: Arc<Principal>,
 ) -> Response {
-    let refused = |why: &str| sign_in_answer(st, tenant, StatusCode::FORBIDDEN, Some(why));
     let Ok(scope) = TenantScope::admit(principal.clone(), tenant) else {
-        return refused("Your token does not belong to this tenant.");
+        return sign_in_answer(
+            st,
+            tenant,
+            StatusCode::FORBIDDEN,
+            Some("Your token does not belong to this tenant."),
+        )
+        .await;
     };
     if scope.require_member().is_err() {
-        return refused("Your token holds no role in this tenant.");
+        return sign_in_answer(
+            st,
+            tenant,
+            StatusCode::FORBIDDEN,
+            Some("Your token holds no role in this tenant."),
+        )
+        .await;
     }
     let tenant_id = scope.tenant().clone();
     let at = now();
@@ -293,7 +318,13 @@ pub(crate) async fn open_session(
         .saturating_mul(1000);
     let expires = at.millis().saturating_add(ttl).min(token_end);
     if expires <= at.millis() {
-        return refused("Your token has expired.");
+        return sign_in_answer(
+            st,
+            tenant,
+            StatusCode::FORBIDDEN,
+            Some("Your token has expired."),
+        )
+        .await;
     }
     let roles: Vec<&str> = principal.roles().into_iter().map(Role::as_str).collect();
     let secret = new_secret();
@@ -319,7 +350,8 @@ pub(crate) async fn open_session(
             tenant,
             StatusCode::SERVICE_UNAVAILABLE,
             Some("The database is not answering; try again in a moment."),
-        );
+        )
+        .await;
     }
     let secure = st.settings.secure_cookies;
     let max_age = (expires - at.millis()) / 1000;

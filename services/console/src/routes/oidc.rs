@@ -55,7 +55,8 @@ pub async fn start(
             &tenant,
             StatusCode::FORBIDDEN,
             Some("The sign-in form expired or came from elsewhere; try again."),
-        );
+        )
+        .await;
     }
     let (state, verifier, nonce) = (random_token(24), random_token(32), random_token(24));
     let sealed =
@@ -72,7 +73,8 @@ pub async fn start(
                     &tenant,
                     StatusCode::INTERNAL_SERVER_ERROR,
                     Some("Sign-in is unavailable."),
-                );
+                )
+                .await;
             }
         };
     match oidc.authorization_url(&state, &verifier, &nonce).await {
@@ -97,6 +99,7 @@ pub async fn start(
                 StatusCode::BAD_GATEWAY,
                 Some("The identity provider is unavailable; try again in a moment."),
             )
+            .await
         }
     }
 }
@@ -136,16 +139,33 @@ pub async fn callback(
     let Some(oidc) = st.settings.oidc.clone() else {
         return not_found(tenant);
     };
-    let refused = |why: &str| sign_in_answer(&st, tenant, StatusCode::FORBIDDEN, Some(why));
     if !q.state.as_deref().is_some_and(|s| same_token(s, state)) {
-        return refused("The sign-in did not come back as it left; try again.");
+        return sign_in_answer(
+            &st,
+            tenant,
+            StatusCode::FORBIDDEN,
+            Some("The sign-in did not come back as it left; try again."),
+        )
+        .await;
     }
     if let Some(e) = &q.error {
         tracing::info!(error = %e, "console: the identity provider refused a sign-in");
-        return refused("The identity provider did not sign you in.");
+        return sign_in_answer(
+            &st,
+            tenant,
+            StatusCode::FORBIDDEN,
+            Some("The identity provider did not sign you in."),
+        )
+        .await;
     }
     let Some(code) = q.code.as_deref() else {
-        return refused("The identity provider sent no code.");
+        return sign_in_answer(
+            &st,
+            tenant,
+            StatusCode::FORBIDDEN,
+            Some("The identity provider sent no code."),
+        )
+        .await;
     };
     let verifier = match st
         .registry
@@ -153,25 +173,45 @@ pub async fn callback(
         .open_bound(&tenant_id, &context(state), sealed)
     {
         Ok(v) => String::from_utf8(v).unwrap_or_default(),
-        Err(_) => return refused("The sign-in did not come back as it left; try again."),
+        Err(_) => {
+            return sign_in_answer(
+                &st,
+                tenant,
+                StatusCode::FORBIDDEN,
+                Some("The sign-in did not come back as it left; try again."),
+            )
+            .await;
+        }
     };
     let token = match oidc.exchange(code, &verifier).await {
         Ok(t) => t,
         Err(e) => {
             tracing::warn!(error = %e, "console: the code exchange failed");
-            return refused("The identity provider did not complete the sign-in.");
+            return sign_in_answer(
+                &st,
+                tenant,
+                StatusCode::FORBIDDEN,
+                Some("The identity provider did not complete the sign-in."),
+            )
+            .await;
         }
     };
     match st.authn.verify(&token).await {
         Ok(principal) if principal.issuer == oidc.issuer => {
             open_session(&st, tenant, principal).await
         }
-        Ok(_) => refused("The token came from another issuer."),
+        Ok(_) => {
+            sign_in_answer(
+                &st,
+                tenant,
+                StatusCode::FORBIDDEN,
+                Some("The token came from another issuer."),
+            )
+            .await
+        }
         Err(e) => {
             tracing::info!(error = %e, "console: the provider's access token did not verify");
-            refused(
-                "Pinfold does not accept the token your identity provider issued (see docs/CONSOLE.md).",
-            )
+            sign_in_answer(&st, tenant, StatusCode::FORBIDDEN, Some("Pinfold does not accept the token your identity provider issued (see docs/CONSOLE.md).")).await
         }
     }
 }

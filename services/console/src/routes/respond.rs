@@ -76,10 +76,14 @@ pub fn not_found(tenant: &str) -> Response {
 /// Adds the CSP and the other security headers to every console answer.
 pub async fn security_headers(mut resp: Response) -> Response {
     let h = resp.headers_mut();
-    h.insert(
-        header::CONTENT_SECURITY_POLICY,
-        HeaderValue::from_static(CONTENT_SECURITY_POLICY),
-    );
+    // A page that set its own (only ever narrower than this plus one
+    // origin its form leads on to) keeps it.
+    if !h.contains_key(header::CONTENT_SECURITY_POLICY) {
+        h.insert(
+            header::CONTENT_SECURITY_POLICY,
+            HeaderValue::from_static(CONTENT_SECURITY_POLICY),
+        );
+    }
     for (name, value) in SECURITY_HEADERS {
         let name = HeaderName::from_static(name);
         if name == header::CACHE_CONTROL && h.contains_key(&name) {
