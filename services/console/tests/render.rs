@@ -183,3 +183,50 @@ fn the_github_version_page_is_small_and_fast() {
         assert!(plain.as_millis() <= 50 && with_diff.as_millis() <= 100);
     }
 }
+
+#[test]
+fn lists_escape_what_they_show_and_flag_over_privileged_grants() {
+    use pinfold_console::render::audit::{AuditFilters, AuditRow, audit_page};
+    use pinfold_console::render::ledger::{GrantRow, ledger_page};
+    let rows = [AuditRow {
+        id: 7,
+        at: "2026-11-29T00:00:00.000Z".into(),
+        actor: "<b>eve</b>".into(),
+        kind: "version.approved".into(),
+        server: Some("io.github.acme/files".into()),
+        version: Some("1.0.0".into()),
+        data: r#"{"note":"<script>x</script>"}"#.into(),
+    }];
+    let filters = AuditFilters {
+        actor: "\"><script>".into(),
+        ..AuditFilters::default()
+    };
+    let html = audit_page(
+        &shell(),
+        &filters,
+        &rows,
+        None,
+        Some("/console/t/acme/audit?after=7".into()),
+    );
+    assert!(
+        !html.contains("<script") && !html.contains("<b>eve"),
+        "{html}"
+    );
+    assert!(
+        html.contains("href=\"/console/t/acme/servers/io.github.acme%2Ffiles/versions/1.0.0\"")
+    );
+    assert!(html.contains("rel=\"next\""));
+    let grants = [GrantRow {
+        id: "g1".into(),
+        provider: "github".into(),
+        principal: "carl".into(),
+        status: "exchanged".into(),
+        requested: vec!["repo".into()],
+        granted: vec!["repo".into()],
+        needed: vec!["public_repo".into()],
+        excess: vec!["repo".into()],
+        created_at: "2026-11-29T00:00:00.000Z".into(),
+    }];
+    let html = ledger_page(&shell(), &[], &grants, None);
+    assert!(html.contains("over-privileged"));
+}

@@ -50,7 +50,11 @@ pub fn queue_page(shell: &Shell<'_>, rows: &[QueueRow], next: Option<String>) ->
                             td { (r.server) }
                             td { a href=(version_href(shell.tenant, &r.server, &r.version)) { (r.version) } }
                             td { (r.published_by) br; (r.published_at) }
-                            td { @if let Some(b) = &r.base { (b) } @else { "first version" } }
+                            td {
+                                @if let Some(b) = &r.base {
+                                    a href=(version_href(shell.tenant, &r.server, b)) { (b) }
+                                } @else { "first version" }
+                            }
                             td { (r.headline.added) }
                             td { (r.headline.removed) }
                             td { (r.headline.changed) }
