@@ -8,6 +8,14 @@
 // Prints the port alone on its first line once it listens. Not for
 // production: devInteractions accepts any login.
 //
+// With --console-redirect <uri> --console-resource <audience> it also
+// knows Pinfold's review console as a client (`pinfold-console`, secret
+// `pinfold-console-test-secret-0123456789`, that redirect URI), and issues
+// it a JWT access token (RS256, the provider's JWKS at /jwks) whose
+// audience is that resource when asked for it with scope `pinfold`: the
+// token Pinfold verifies as it does any bearer token (claim rules map the
+// subject to a tenant and roles).
+//
 // GET /test/token-requests lists what each token request carried (its
 // grant_type and RFC 8707 resource, and whether a token was issued), so a
 // test can check that a client sent the resource in the token request as
@@ -27,6 +35,8 @@ const port = Number(arg('port', '0'));
 const redirect = arg('redirect', 'http://127.0.0.1:9/callback');
 // Scopes the protected MCP server (the RFC 8707 resource) accepts.
 const resourceScopes = arg('scopes', 'notes:read notes:write notes:admin');
+const consoleRedirect = arg('console-redirect', '');
+const consoleResource = arg('console-resource', '');
 
 // The test reads the first line only: never die writing to a closed pipe.
 process.stdout.on('error', () => {});
@@ -44,6 +54,18 @@ server.listen(port, '127.0.0.1', () => {
         response_types: ['code'],
         token_endpoint_auth_method: 'client_secret_basic',
       },
+      ...(consoleRedirect
+        ? [
+            {
+              client_id: 'pinfold-console',
+              client_secret: 'pinfold-console-test-secret-0123456789',
+              redirect_uris: [consoleRedirect],
+              grant_types: ['authorization_code'],
+              response_types: ['code'],
+              token_endpoint_auth_method: 'client_secret_basic',
+            },
+          ]
+        : []),
     ],
     pkce: { required: () => true },
     scopes: ['openid', 'offline_access'],
@@ -60,11 +82,20 @@ server.listen(port, '127.0.0.1', () => {
         enabled: true,
         defaultResource: () => undefined,
         useGrantedResource: () => true,
-        getResourceServerInfo: async () => ({
-          scope: resourceScopes,
-          accessTokenFormat: 'opaque',
-          accessTokenTTL: 600,
-        }),
+        getResourceServerInfo: async (_ctx, resource) =>
+          consoleResource && resource === consoleResource
+            ? {
+                scope: 'pinfold',
+                audience: consoleResource,
+                accessTokenFormat: 'jwt',
+                accessTokenTTL: 600,
+                jwt: { sign: { alg: 'RS256' } },
+              }
+            : {
+                scope: resourceScopes,
+                accessTokenFormat: 'opaque',
+                accessTokenTTL: 600,
+              },
       },
     },
   });

@@ -442,9 +442,37 @@ fn app_router(
             body_limit: cfg.body_limit_bytes,
             request_timeout: Duration::from_secs(cfg.request_timeout_secs),
             rate_limiter,
+            console: Some(pinfold_server::console_wiring::ConsoleSetup {
+                sessions: store.console(),
+                settings: Arc::new(
+                    pinfold_server::console_wiring::settings(
+                        cfg,
+                        Some(Arc::new(TestSignIn)),
+                        egress,
+                    )
+                    .expect("[console]"),
+                ),
+            }),
         },
         services,
     )
+}
+
+/// The console's one-click sign-in in the suite: `as=<sub>:<role>+<role>`
+/// signs in as that subject with those roles in the tenant of the form's
+/// path, in a token of the test issuer (verified like any other).
+pub struct TestSignIn;
+
+impl pinfold_console::DevSignIn for TestSignIn {
+    fn identities(&self, _tenant: &str) -> Vec<(&'static str, &'static str)> {
+        vec![("reviewer:reviewer", "reviewer")]
+    }
+
+    fn token(&self, tenant: &str, value: &str) -> Option<String> {
+        let (sub, roles) = value.split_once(':')?;
+        let roles: Vec<&str> = roles.split('+').collect();
+        Some(token(sub, Some(tenant), &roles))
+    }
 }
 
 impl TestApp {

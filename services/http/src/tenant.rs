@@ -37,9 +37,10 @@
 //! caller ([`crate::ratelimit`]) when the edge installed a limiter: over
 //! either, `429 rate_limited`.
 //!
-//! A `TenantScope` cannot be built outside this module, so a service
-//! function that takes `&TenantScope` cannot be called for a tenant the
-//! caller was not admitted to.
+//! A `TenantScope` is built only here, by the extractor or by
+//! [`TenantScope::admit`] (the review console's sessions), both under the
+//! one admission rule, so a service function that takes `&TenantScope`
+//! cannot be called for a tenant the caller was not admitted to.
 
 use std::sync::Arc;
 
@@ -107,6 +108,21 @@ impl TenantScope {
     /// `Ok` when the caller holds any tenant role (read access).
     pub fn require_member(&self) -> Result<(), ApiError> {
         self.require_any(&Role::TENANT)
+    }
+
+    /// Admits `principal` to the tenant named `raw` by the same rule as the
+    /// extractor (the principal's own tenant only, `platform` nowhere), or
+    /// answers the same 404. For a caller that authenticated its principal
+    /// from a verified token some other way than this request's
+    /// `Authorization` header: the review console, whose server-side
+    /// session keeps the principal of the token it signed in with. Charges
+    /// no rate limit.
+    pub fn admit(principal: Arc<Principal>, raw: &str) -> Result<TenantScope, ApiError> {
+        let tenant = TenantId::parse(raw).map_err(|_| tenant_not_found())?;
+        if !admits(&principal, &tenant) {
+            return Err(tenant_not_found());
+        }
+        Ok(TenantScope { tenant, principal })
     }
 }
 

@@ -12,6 +12,7 @@ use pinfold_core::card::{CheckedCard, ServerCard};
 use pinfold_core::ids::TenantId;
 use pinfold_core::names::{ServerName, Version};
 use pinfold_http::TenantScope;
+use pinfold_http::auth::Role;
 use pinfold_http::body::parse_body;
 use pinfold_http::cpu::offload;
 use pinfold_http::problem::{ApiError, FieldError};
@@ -327,6 +328,38 @@ pub async fn transition(
     load_record(st, scope.tenant(), key, &stored.meta.version).await
 }
 
+/// A review decision as the API and the console take it: roles
+/// `reviewer` or `admin`, a note of at most 2,000 characters, then
+/// [`transition`] (separation of duties included).
+pub async fn review(
+    st: &RegistryState,
+    scope: &TenantScope,
+    server: &str,
+    version: &str,
+    decision: crate::model::Decision,
+    note: Option<&str>,
+) -> Result<(StoredVersion, Vec<Review>), ApiError> {
+    scope.require_any(&[Role::Reviewer, Role::Admin])?;
+    check_note("/note", note, false)?;
+    transition(st, scope, server, version, decision.action(), note).await
+}
+
+/// A lifecycle change (deprecate, revoke) as the API and the console take
+/// it: roles `admin` or `reviewer`, a reason that is required, not only
+/// white space and at most 2,000 characters, then [`transition`].
+pub async fn set_status(
+    st: &RegistryState,
+    scope: &TenantScope,
+    server: &str,
+    version: &str,
+    action: Action,
+    reason: &str,
+) -> Result<(StoredVersion, Vec<Review>), ApiError> {
+    scope.require_any(&[Role::Admin, Role::Reviewer])?;
+    check_note("/reason", Some(reason), true)?;
+    transition(st, scope, server, version, action, Some(reason)).await
+}
+
 // ---------------------------------------------------------------- attestations
 
 /// The tenant's attestation key, created (and sealed) if it does not exist
@@ -347,4 +380,30 @@ pub async fn tenant_key(
         .insert_tenant_key(tenant, &fresh)
         .await
         .map_err(store_error)
+}
+
+/// The signed attestation of a version (a compact JWS by the tenant's key
+/// over its current status), for any member of the tenant.
+pub async fn attestation(
+    st: &RegistryState,
+    scope: &TenantScope,
+    stored: &StoredVersion,
+) -> Result<String, ApiError> {
+    scope.require_member()?;
+    let key = tenant_key(st, scope.tenant()).await?;
+    let claims = crate::keys::AttestationClaims {
+        iss: format!("pinfold:tenant:{}", scope.tenant()),
+        tenant: scope.tenant().to_string(),
+        server: stored.server.clone(),
+        version: stored.meta.version.clone(),
+        digest: stored.meta.digest.clone(),
+        status: stored.meta.status.status.as_str().to_owned(),
+        approved_by: stored.meta.status.approved_by.clone(),
+        approved_at: stored.meta.status.approved_at.map(|t| t.seconds()),
+        iat: now().seconds(),
+    };
+    crate::keys::sign_attestation(&st.keyring, scope.tenant(), &key, &claims).map_err(|e| {
+        tracing::error!(error = %e, "attestation signing failed");
+        ApiError::internal()
+    })
 }

@@ -53,6 +53,9 @@ pub struct AppContext {
     pub request_timeout: Duration,
     /// Rate limits charged on tenant admission (`None`: off).
     pub rate_limiter: Option<Arc<RateLimiter>>,
+    /// The review console at `/console` (`None`: not served), mounted
+    /// beside the registry's routes.
+    pub console: Option<crate::console_wiring::ConsoleSetup>,
 }
 
 #[derive(OpenApi)]
@@ -404,6 +407,20 @@ pub fn build_for(ctx: AppContext, services: &[Service]) -> crate::fastpath::App 
     let mut app = Router::new().merge(ops).merge(docs);
     for service in &services {
         app = app.merge(service_router(&ctx, *service));
+    }
+    if let Some(setup) = ctx
+        .console
+        .as_ref()
+        .filter(|_| services.contains(&Service::Registry))
+    {
+        app = app.merge(pinfold_console::router(crate::console_wiring::state(
+            setup,
+            &ctx.registry,
+            &ctx.tenants,
+            &ctx.scope,
+            &ctx.resolve,
+            &ctx.authn,
+        )));
     }
     let router = app.fallback(fallback).layer(crate::edge::EdgeLayer::new(
         ctx.metrics.clone(),

@@ -333,6 +333,12 @@ async fn serve(args: ServeArgs) -> anyhow::Result<i32> {
             "  export PINFOLD_PLATFORM_TOKEN={} # platform: creates tenants (no role inside one)",
             t.platform
         )?;
+        if running.console_dev_sign_in {
+            writeln!(
+                out,
+                "\nReview console: {base}/console/t/dev/sign-in   (one-click sign-in as dev-reviewer or dev-admin)"
+            )?;
+        }
         writeln!(
             out,
             "\nTry:  curl -H \"Authorization: Bearer $PINFOLD_TOKEN\" {base}{try_path}"

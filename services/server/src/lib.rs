@@ -9,6 +9,7 @@ pub mod app;
 pub mod cli;
 pub mod config;
 pub mod conn_timer;
+pub mod console_wiring;
 pub mod contract;
 pub mod devkeys;
 pub mod edge;

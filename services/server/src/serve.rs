@@ -43,6 +43,8 @@ pub struct Running {
     pub addr: SocketAddr,
     /// Dev tokens, when in dev mode.
     pub dev_tokens: Option<DevTokens>,
+    /// The console offers the dev one-click sign-in (dev mode on loopback).
+    pub console_dev_sign_in: bool,
     /// The database backend (`sqlite` or `postgres`).
     pub backend: &'static str,
     shutdown: Option<oneshot::Sender<()>>,
@@ -189,6 +191,25 @@ pub async fn start(cfg: Config, listener: Option<TcpListener>) -> anyhow::Result
         Some(key) => Some(ensure_dev_tenant(&store, key).await?),
         None => None,
     };
+    // The console's one-click sign-in: dev mode on loopback only.
+    let console_dev: Option<Arc<dyn pinfold_console::DevSignIn>> =
+        if dev && listen.ip().is_loopback() {
+            Some(Arc::new(crate::console_wiring::DevConsole {
+                key: DevKey::load(&cfg.data_dir)?,
+                tenant: DEV_TENANT.into(),
+            }))
+        } else {
+            None
+        };
+    let console_signin = console_dev.is_some();
+    let console = if cfg.console.enabled {
+        Some(crate::console_wiring::ConsoleSetup {
+            sessions: store.console(),
+            settings: Arc::new(crate::console_wiring::settings(&cfg, console_dev, &egress)?),
+        })
+    } else {
+        None
+    };
     let keyring = Arc::new(crate::registry_wiring::keyring(&cfg)?);
     tracing::info!(
         current = keyring.current_kid(),
@@ -246,6 +267,7 @@ pub async fn start(cfg: Config, listener: Option<TcpListener>) -> anyhow::Result
         rate_limiter: cfg
             .rate_limits
             .limiter(pinfold_http::ratelimit::Clock::system()),
+        console,
     };
     let services = cfg.services()?;
     tracing::info!(
@@ -303,6 +325,7 @@ pub async fn start(cfg: Config, listener: Option<TcpListener>) -> anyhow::Result
     Ok(Running {
         addr,
         dev_tokens,
+        console_dev_sign_in: console_signin,
         backend,
         shutdown: Some(tx),
         task,

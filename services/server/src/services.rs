@@ -5,6 +5,7 @@
 //! routers are mounted next to them, so one deployment can run everything
 //! and a larger one can scale each role on its own behind a path-routing
 //! proxy. All roles share the database; none keeps state another needs.
+//! The review console (`/console`) is mounted with `registry`.
 
 use std::fmt;
 

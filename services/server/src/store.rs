@@ -85,6 +85,14 @@ impl Store {
         }
     }
 
+    /// The review console's session store.
+    pub fn console(&self) -> Arc<dyn pinfold_console::ConsoleStore> {
+        match self {
+            Store::Sqlite(s) => Arc::new(s.clone()),
+            Store::Postgres(s) => Arc::new(s.clone()),
+        }
+    }
+
     /// The scope service's store.
     pub fn scope(&self) -> Arc<dyn pinfold_scope::ScopeStore> {
         match self {

@@ -13,6 +13,7 @@
 //! other replicas, `listener` the task that receives them, and `nodelay`
 //! `TCP_NODELAY` on the pool's TCP connections.
 
+mod console;
 mod guard;
 mod listener;
 mod migrate;

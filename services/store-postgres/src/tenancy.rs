@@ -196,12 +196,17 @@ impl TenantStore for PgStore {
             "SELECT id, at, actor, kind, server, version, data::text AS data FROM audit_events
              WHERE tenant_id = $1 AND id > $2
                AND ($3::text IS NULL OR server = $3) AND ($4::text IS NULL OR kind = $4)
-             ORDER BY id LIMIT $5",
+               AND ($5::text IS NULL OR actor = $5) AND ($6::bigint IS NULL OR at >= $6)
+               AND ($7::bigint IS NULL OR at < $7)
+             ORDER BY id LIMIT $8",
         )
         .bind(tenant.as_str())
         .bind(after.unwrap_or(0))
         .bind(&filter.server)
         .bind(&filter.kind)
+        .bind(&filter.actor)
+        .bind(filter.since.map(|t| t.millis()))
+        .bind(filter.until.map(|t| t.millis()))
         .bind(i64::from(limit))
         .fetch_all(&mut *self.tenant_tx(tenant).await.map_err(err)?)
         .await

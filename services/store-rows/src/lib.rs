@@ -12,6 +12,7 @@
 //! `store-sqlite` and `store-postgres`; a query selects the columns a row
 //! struct names.
 
+mod console;
 mod error;
 mod guard;
 mod registry;
@@ -20,6 +21,7 @@ mod scope;
 mod sealed;
 mod tenancy;
 
+pub use console::{ConsoleSessionDbRow, console_error};
 pub use error::{is_unavailable, registry_error, registry_error_from, store_error};
 pub use guard::{GuardRouteDbRow, guard_error, guard_error_from, header_names_json};
 pub use registry::{

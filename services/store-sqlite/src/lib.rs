@@ -21,6 +21,7 @@ use pinfold_tenancy::{StoreError, TenantStore};
 use sqlx::SqlitePool;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 
+mod console;
 mod guard;
 mod registry;
 mod resolve;
@@ -291,6 +292,8 @@ impl TenantStore for SqliteStore {
             "SELECT id, at, actor, kind, server, version, data FROM audit_events
              WHERE tenant_id = ? AND id > ?
                AND (? IS NULL OR server = ?) AND (? IS NULL OR kind = ?)
+               AND (? IS NULL OR actor = ?) AND (? IS NULL OR at >= ?)
+               AND (? IS NULL OR at < ?)
              ORDER BY id LIMIT ?",
         )
         .bind(tenant.as_str())
@@ -299,6 +302,12 @@ impl TenantStore for SqliteStore {
         .bind(&filter.server)
         .bind(&filter.kind)
         .bind(&filter.kind)
+        .bind(&filter.actor)
+        .bind(&filter.actor)
+        .bind(filter.since.map(|t| t.millis()))
+        .bind(filter.since.map(|t| t.millis()))
+        .bind(filter.until.map(|t| t.millis()))
+        .bind(filter.until.map(|t| t.millis()))
         .bind(i64::from(limit))
         .fetch_all(&self.pool)
         .await

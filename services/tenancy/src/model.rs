@@ -359,6 +359,12 @@ pub struct AuditFilter {
     pub server: Option<String>,
     /// Only events of this kind.
     pub kind: Option<String>,
+    /// Only events by this actor (token `sub`).
+    pub actor: Option<String>,
+    /// Only events at or after this time.
+    pub since: Option<pinfold_core::ids::Timestamp>,
+    /// Only events before this time.
+    pub until: Option<pinfold_core::ids::Timestamp>,
 }
 
 #[cfg(test)]

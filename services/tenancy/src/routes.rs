@@ -487,6 +487,7 @@ pub async fn list_audit(
     let filter = AuditFilter {
         server: q.server,
         kind: q.kind,
+        ..AuditFilter::default()
     };
     let mut items = st
         .store

@@ -4,6 +4,7 @@
 mod auth;
 mod capture;
 mod cli;
+mod console;
 mod contract;
 mod egress;
 mod faults;

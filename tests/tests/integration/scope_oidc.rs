@@ -23,9 +23,9 @@ use crate::scope_grants::{put, query};
 const REDIRECT: &str = "http://127.0.0.1:9/callback";
 const RESOURCE: &str = "https://notes.example/mcp";
 
-struct Provider {
+pub(crate) struct Provider {
     child: Child,
-    issuer: String,
+    pub(crate) issuer: String,
     /// Kept open: the provider may write more to its stdout.
     _stdout: BufReader<std::process::ChildStdout>,
 }
@@ -38,6 +38,11 @@ impl Drop for Provider {
 }
 
 fn start() -> Option<Provider> {
+    start_with(&[])
+}
+
+/// Starts the provider with `extra` arguments after the port and redirect.
+pub(crate) fn start_with(extra: &[&str]) -> Option<Provider> {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../examples/oidc-provider");
     let required = std::env::var_os("PINFOLD_REQUIRE_OIDC_PROVIDER").is_some();
     if !dir.join("node_modules/oidc-provider").is_dir() {
@@ -52,6 +57,7 @@ fn start() -> Option<Provider> {
     }
     let spawned = Command::new("node")
         .args(["server.mjs", "--port", "0", "--redirect", REDIRECT])
+        .args(extra)
         .current_dir(&dir)
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
@@ -85,6 +91,15 @@ fn start() -> Option<Provider> {
 /// as `user` and consents on the provider's pages. Returns the redirect's
 /// query.
 async fn browse(authorization_url: &str, user: &str) -> BTreeMap<String, String> {
+    browse_to(authorization_url, user, REDIRECT).await
+}
+
+/// [`browse`] until a redirect to `redirect`.
+pub(crate) async fn browse_to(
+    authorization_url: &str,
+    user: &str,
+    redirect: &str,
+) -> BTreeMap<String, String> {
     let http = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .build()
@@ -97,7 +112,7 @@ async fn browse(authorization_url: &str, user: &str) -> BTreeMap<String, String>
     );
     for _ in 0..20 {
         let (method, url, form) = next.clone();
-        if url.starts_with(REDIRECT) {
+        if url.starts_with(redirect) {
             return url::Url::parse(&url)
                 .unwrap()
                 .query_pairs()

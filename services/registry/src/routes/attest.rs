@@ -9,10 +9,10 @@ use pinfold_http::problem::{ApiError, ProblemBody};
 use pinfold_http::tenant::tenant_not_found;
 
 use crate::error::{server_key, store_error};
-use crate::keys::{AttestationClaims, jwks, sign_attestation};
+use crate::keys::jwks;
 use crate::routes::paths::VersionPath;
-use crate::service::{load, tenant_key};
-use crate::state::{RegistryState, now};
+use crate::service::{attestation, load, tenant_key};
+use crate::state::RegistryState;
 
 /// A signed attestation of a version (any role in the tenant).
 ///
@@ -39,22 +39,7 @@ pub async fn get_attestation(
     scope.require_member()?;
     let name = server_key(&p.server)?;
     let stored = load(&st, scope.tenant(), name.canonical(), &p.version).await?;
-    let key = tenant_key(&st, scope.tenant()).await?;
-    let claims = AttestationClaims {
-        iss: format!("pinfold:tenant:{}", scope.tenant()),
-        tenant: scope.tenant().to_string(),
-        server: stored.server.clone(),
-        version: stored.meta.version.clone(),
-        digest: stored.meta.digest.clone(),
-        status: stored.meta.status.status.as_str().to_owned(),
-        approved_by: stored.meta.status.approved_by.clone(),
-        approved_at: stored.meta.status.approved_at.map(|t| t.seconds()),
-        iat: now().seconds(),
-    };
-    let jws = sign_attestation(&st.keyring, scope.tenant(), &key, &claims).map_err(|e| {
-        tracing::error!(error = %e, "attestation signing failed");
-        ApiError::internal()
-    })?;
+    let jws = attestation(&st, &scope, &stored).await?;
     let mut resp = jws.into_response();
     resp.headers_mut().insert(
         header::CONTENT_TYPE,

@@ -2,7 +2,6 @@
 
 use axum::extract::{Path, State};
 use axum::response::Response;
-use pinfold_http::auth::Role;
 use pinfold_http::problem::{ApiError, ProblemBody};
 use pinfold_http::{StrictJson, TenantScope};
 use serde::Deserialize;
@@ -11,7 +10,7 @@ use utoipa::ToSchema;
 use crate::model::{Action, Decision};
 use crate::routes::paths::VersionPath;
 use crate::routes::record::{VersionRecord, record_response};
-use crate::service::{check_note, transition};
+use crate::service::{review, set_status};
 use crate::state::RegistryState;
 
 // ---------------------------------------------------------------- review
@@ -80,15 +79,12 @@ pub async fn review_version(
     Path(p): Path<VersionPath>,
     StrictJson(body): StrictJson<ReviewBody>,
 ) -> Result<Response, ApiError> {
-    scope.require_any(&[Role::Reviewer, Role::Admin])?;
-    check_note("/note", body.note.as_deref(), false)?;
-    let action = body.decision.action();
-    let (stored, reviews) = transition(
+    let (stored, reviews) = review(
         &st,
         &scope,
         &p.server,
         &p.version,
-        action,
+        body.decision,
         body.note.as_deref(),
     )
     .await?;
@@ -118,20 +114,11 @@ pub async fn set_version_status(
     Path(p): Path<VersionPath>,
     StrictJson(body): StrictJson<StatusBody>,
 ) -> Result<Response, ApiError> {
-    scope.require_any(&[Role::Admin, Role::Reviewer])?;
-    check_note("/reason", Some(&body.reason), true)?;
     let action = match body.status {
         Lifecycle::Deprecated => Action::Deprecate,
         Lifecycle::Revoked => Action::Revoke,
     };
-    let (stored, reviews) = transition(
-        &st,
-        &scope,
-        &p.server,
-        &p.version,
-        action,
-        Some(&body.reason),
-    )
-    .await?;
+    let (stored, reviews) =
+        set_status(&st, &scope, &p.server, &p.version, action, &body.reason).await?;
     record_response(&stored, reviews)
 }

@@ -13,6 +13,7 @@
 //! | `egress` | `[egress]`: loopback for development, the allow-list of the server's own requests, how many HTTP clients are kept |
 //! | `connections` | `[connections]`: header read timeout, most open connections |
 //! | `metrics` | `[metrics]`: who may scrape `/metrics` (token, client address ranges) |
+//! | `console` | `[console]`: the review console, its session lifetime, its OAuth client at the identity provider |
 //! | `database` | which database `database_url` names, the owner URL beside it, `[postgres]`, and password redaction for messages |
 //!
 //! `[telemetry]` is [`crate::telemetry`]'s and `[limits]` is
@@ -21,6 +22,7 @@
 
 mod auth;
 mod connections;
+mod console;
 mod database;
 mod egress;
 mod load;
@@ -31,6 +33,7 @@ mod root;
 
 pub use auth::{AuthConfig, ClaimRuleSettings, IssuerSettings};
 pub use connections::ConnectionSettings;
+pub use console::{ConsoleConfig, ConsoleOidcSettings};
 pub use database::{Backend, PostgresConfig, redact_url};
 pub use egress::EgressSettings;
 pub use load::{Overrides, config_keys, unknown_env_vars};

@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use super::auth::AuthConfig;
 use super::connections::ConnectionSettings;
+use super::console::ConsoleConfig;
 use super::database::{Backend, PostgresConfig};
 use super::egress::EgressSettings;
 use super::metrics::MetricsSettings;
@@ -108,6 +109,10 @@ pub struct Config {
     /// address ranges. Nothing set: anyone.
     #[serde(default)]
     pub metrics: MetricsSettings,
+    /// The review console (`[console]`): on or off, session lifetime, its
+    /// OAuth client at the identity provider.
+    #[serde(default)]
+    pub console: ConsoleConfig,
 }
 
 impl Default for Config {
@@ -144,6 +149,7 @@ impl Default for Config {
             connections: ConnectionSettings::default(),
             egress: EgressSettings::default(),
             metrics: MetricsSettings::default(),
+            console: ConsoleConfig::default(),
         }
     }
 }
@@ -192,6 +198,8 @@ impl Config {
             }
         }
         self.auth.validate(self.dev_mode())?;
+        let issuers: Vec<String> = self.auth.issuers.iter().map(|i| i.issuer.clone()).collect();
+        self.console.validate(&issuers, &self.public_url)?;
         self.postgres.validate()?;
         self.backend()?;
         crate::telemetry::validate_config(&self.telemetry)?;

@@ -1,0 +1,25 @@
+-- The review console's server-side sessions: the SHA-256 of the session
+-- secret a browser's cookie holds (never the secret), the principal of the
+-- verified token the session was opened with, and its expiry (never later
+-- than the token's). Signing out deletes the row; expired rows of a tenant
+-- are deleted when someone of that tenant signs in. Row-level security as
+-- on every tenant table.
+CREATE TABLE console_sessions (
+    tenant_id   TEXT NOT NULL REFERENCES tenants (id),
+    id_hash     TEXT NOT NULL CHECK (id_hash ~ '^[0-9a-f]{64}$'),
+    subject     TEXT NOT NULL,
+    issuer      TEXT NOT NULL,
+    roles       TEXT NOT NULL,
+    created_at  BIGINT NOT NULL,
+    expires_at  BIGINT NOT NULL,
+    PRIMARY KEY (tenant_id, id_hash)
+);
+CREATE INDEX console_sessions_by_expiry ON console_sessions (tenant_id, expires_at);
+
+GRANT SELECT, INSERT, DELETE ON console_sessions TO pinfold_runtime;
+
+ALTER TABLE console_sessions ENABLE ROW LEVEL SECURITY;
+ALTER TABLE console_sessions FORCE ROW LEVEL SECURITY;
+CREATE POLICY tenant_isolation ON console_sessions
+    USING (tenant_id = current_setting('app.tenant_id', true))
+    WITH CHECK (tenant_id = current_setting('app.tenant_id', true));
