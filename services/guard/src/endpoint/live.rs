@@ -86,6 +86,10 @@ impl Shared {
     }
 }
 
+/// A review and the `tools/list` results rendered from it, one per view
+/// (extension marker or not, times sessionless or not).
+type Rendered = (Arc<ToolsReview>, [Option<bytes::Bytes>; 4]);
+
 /// One route as this replica serves it.
 pub struct LiveRoute {
     /// The tenant.
@@ -104,6 +108,9 @@ pub struct LiveRoute {
     shared: Arc<Shared>,
     /// When the route's row and pin were last compared with the store.
     pub checked: std::sync::Mutex<Instant>,
+    /// The served `tools/list` result, rendered once per review and view
+    /// (marker or not, sessionless or not).
+    rendered: std::sync::Mutex<Option<Rendered>>,
     _stop: DropGuard,
 }
 
@@ -168,6 +175,7 @@ impl LiveRoute {
             review: rx,
             shared,
             checked: std::sync::Mutex::new(Instant::now()),
+            rendered: std::sync::Mutex::new(None),
             _stop: stop.drop_guard(),
         })
     }
@@ -184,6 +192,37 @@ impl LiveRoute {
             },
             _ => Err(ReviewState::Pending),
         }
+    }
+
+    /// The `tools/list` result `review` serves, as JSON bytes: with the
+    /// tool-resolution marker when the client advertised the extension,
+    /// with `ttlMs` and `cacheScope` on 2026-07-28. Rendered once per
+    /// review and view.
+    pub fn list_bytes(
+        &self,
+        review: &Arc<ToolsReview>,
+        extension: bool,
+        modern: bool,
+    ) -> bytes::Bytes {
+        let slot = usize::from(extension) * 2 + usize::from(modern);
+        let mut cache = self.rendered.lock().unwrap_or_else(|e| e.into_inner());
+        // Held, so its address is never another review's.
+        if cache.as_ref().is_none_or(|(r, _)| !Arc::ptr_eq(r, review)) {
+            *cache = Some((review.clone(), Default::default()));
+        }
+        let Some((_, views)) = cache.as_mut() else {
+            return bytes::Bytes::new();
+        };
+        views[slot]
+            .get_or_insert_with(|| {
+                let mut r = review.list_result(extension);
+                if modern {
+                    r["ttlMs"] = json!(0);
+                    r["cacheScope"] = json!("private");
+                }
+                bytes::Bytes::from(serde_json::to_vec(&r).unwrap_or_default())
+            })
+            .clone()
     }
 
     /// A list change seen on a client's stream: requests wait for a new

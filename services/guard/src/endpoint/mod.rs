@@ -645,6 +645,8 @@ fn upstream_failed(id: &Value, e: &UpstreamError) -> Value {
 /// What a request from a client is, once admitted.
 struct Call {
     tenant: TenantId,
+    /// The client's message as it was sent (forwarded unchanged).
+    body: Option<Bytes>,
     live: Arc<LiveRoute>,
     /// The upstream's session (2025-11-25), from the client's sealed id.
     upstream_session: Option<String>,
@@ -740,6 +742,7 @@ async fn post_mcp(
     };
     let call = Call {
         tenant,
+        body: Some(body),
         live,
         upstream_session,
         extension,
@@ -754,12 +757,27 @@ async fn post_mcp(
     match method.as_str() {
         "tools/list" => match call.live.review(st.0.config.review_wait).await {
             Ok(review) => {
-                let mut r = review.list_result(call.extension);
-                if call.modern {
-                    r["ttlMs"] = json!(0);
-                    r["cacheScope"] = json!("private");
-                }
-                json_response(StatusCode::OK, &result(&id, r))
+                let rendered = call.live.list_bytes(&review, call.extension, call.modern);
+                // The result is rendered once per review and view; only
+                // the envelope with this request's id is written here.
+                let id = serde_json::to_vec(&id).unwrap_or_else(|_| b"null".to_vec());
+                let mut out = Vec::with_capacity(rendered.len() + id.len() + 40);
+                out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
+                out.extend_from_slice(&id);
+                out.extend_from_slice(b",\"result\":");
+                out.extend_from_slice(&rendered);
+                out.push(b'}');
+                let mut resp = (
+                    [(
+                        header::CONTENT_TYPE,
+                        HeaderValue::from_static("application/json"),
+                    )],
+                    out,
+                )
+                    .into_response();
+                resp.extensions_mut()
+                    .insert(pinfold_http::problem::NotAProblem);
+                resp
             }
             Err(state) => json_response(StatusCode::OK, &unavailable(&id, &state)),
         },
@@ -1094,7 +1112,11 @@ async fn forward(
     cut: Option<&'static str>,
 ) -> Response {
     let id = msg.get("id").cloned().unwrap_or(Value::Null);
-    let body = serde_json::to_vec(msg).unwrap_or_default();
+    // The client's bytes as sent: what was decided on is what goes on.
+    let body = match &call.body {
+        Some(b) => b.to_vec(),
+        None => serde_json::to_vec(msg).unwrap_or_default(),
+    };
     let ex = Exchange {
         session: call.upstream_session.clone(),
         pass: call.pass.clone(),
@@ -1179,6 +1201,22 @@ async fn pass_back(
             );
         }
     };
+    // Nothing of ours to remove, no list to cut: the answer goes back as
+    // it came, unparsed (a notification would come on a stream, not here).
+    if cut.is_none() && !contains(&bytes, guard::PINFOLD_META_PREFIX.as_bytes()) {
+        let mut r = (
+            status,
+            [(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            )],
+            Bytes::from(bytes),
+        )
+            .into_response();
+        r.extensions_mut()
+            .insert(pinfold_http::problem::NotAProblem);
+        return r;
+    }
     match serde_json::from_slice::<Value>(&bytes) {
         Ok(v) if v.is_object() => {
             let v = rewrite(&live, v, cut.as_ref().map(|(i, k)| (i, *k)), &limits);
@@ -1191,6 +1229,11 @@ async fn pass_back(
             r
         }
     }
+}
+
+/// Whether `needle` occurs in `haystack`.
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    !needle.is_empty() && haystack.windows(needle.len()).any(|w| w == needle)
 }
 
 /// The session a `GET` or `DELETE` names, opened.
@@ -1213,6 +1256,7 @@ async fn session_call(
     match ClientSession::open(&*st.0.sealer, &tenant, server, sid, now_ms()) {
         Some(s) if s.sub == principal.sub && s.digest == live.approved.digest => Ok(Call {
             tenant,
+            body: None,
             live,
             upstream_session: s.upstream,
             extension: s.extension,
