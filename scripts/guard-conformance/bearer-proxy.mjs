@@ -18,6 +18,9 @@ const server = createServer((req, res) => {
     { hostname: base.hostname, port: base.port, path: base.pathname, method: req.method, headers },
     (upRes) => {
       res.writeHead(upRes.statusCode ?? 502, upRes.headers);
+      // An event stream's head goes out at once, as the guard sent it, not
+      // with the stream's first event (which may be long in coming).
+      res.flushHeaders();
       upRes.pipe(res);
     },
   );
