@@ -408,15 +408,6 @@ fn app_router(
     let guard =
         pinfold_server::guard_wiring::guard_state(store, &registry, keyring.clone(), egress);
     let policies = pinfold_server::policy_cache::PolicyCache::new(store.tenants());
-    let guard_endpoint = pinfold_server::guard_wiring::endpoint_state(
-        cfg,
-        store,
-        &registry,
-        keyring.clone(),
-        egress,
-        &policies,
-    );
-    let scope = pinfold_server::scope_wiring::scope_state(store, &registry, keyring, egress);
     let resolve = pinfold_server::resolve_wiring::resolve_state(
         store,
         &registry,
@@ -424,6 +415,16 @@ fn app_router(
         egress,
         &policies,
     );
+    let guard_endpoint = pinfold_server::guard_wiring::endpoint_state(
+        cfg,
+        store,
+        &registry,
+        keyring.clone(),
+        egress,
+        &policies,
+        &resolve,
+    );
+    let scope = pinfold_server::scope_wiring::scope_state(store, &registry, keyring, egress);
     pinfold_server::resolve_wiring::spawn_change_listener(store, &registry, &resolve);
     app::build_for(
         AppContext {
@@ -571,6 +572,19 @@ impl TestApp {
             .await
     }
 
+    /// Stops this app as a stopped replica ends: its router (with every
+    /// task its services hold), its authenticator and its store's pool are
+    /// dropped. The database is returned, so replicas still serving it
+    /// keep it.
+    pub async fn stop(self) -> FreshDb {
+        let TestApp {
+            router, store, db, ..
+        } = self;
+        drop(router);
+        store.close().await;
+        db
+    }
+
     /// This app's keyring (current and old encryption keys).
     pub fn keyring(&self) -> Keyring {
         keyring_of(&self.encryption_key, &self.encryption_keys_old)
@@ -701,6 +715,40 @@ impl TestApp {
     /// A token in this test's tenant with `roles`.
     pub fn as_roles(&self, sub: &str, roles: &[&str]) -> String {
         token(sub, Some(self.tenant.as_str()), roles)
+    }
+
+    /// The value of an unlabelled sample `name` in `/metrics` (panics when
+    /// it is absent).
+    pub async fn metric(&self, name: &str) -> f64 {
+        let r = self.send("GET", "/metrics", None, None).await;
+        let text = String::from_utf8(r.bytes).expect("/metrics is text");
+        text.lines()
+            .find_map(|l| l.strip_prefix(&format!("{name} ")))
+            .unwrap_or_else(|| panic!("{name} not in /metrics"))
+            .parse()
+            .unwrap_or_else(|_| panic!("{name} is not a number"))
+    }
+
+    /// Replaces the tenant's policy with `policy` (conditionally on its
+    /// current ETag, as an admin); panics unless it is accepted.
+    pub async fn put_policy(&self, policy: &Value) {
+        let path = format!("/v1/tenants/{}/policy", self.tenant);
+        let etag = self
+            .get(&path, &self.admin())
+            .await
+            .header("etag")
+            .expect("the policy's ETag")
+            .to_owned();
+        let r = self
+            .send_raw(
+                "PUT",
+                &path,
+                Some(&self.admin()),
+                Some(policy.to_string().as_bytes()),
+                &[("if-match", &etag)],
+            )
+            .await;
+        assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.bytes));
     }
 
     /// An admin token in this test's tenant.

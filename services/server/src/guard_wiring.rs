@@ -8,8 +8,9 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use pinfold_core::Mode;
+use pinfold_core::annotations::Annotations;
 use pinfold_core::ids::TenantId;
-use pinfold_guard::endpoint::source::{Approved, ApprovedVersion};
+use pinfold_guard::endpoint::source::{Approved, ApprovedVersion, CallToResolve, Resolver};
 use pinfold_guard::endpoint::{EndpointState, GuardConfig};
 use pinfold_guard::model::VersionPin;
 use pinfold_guard::{GuardState, PinnedServer, Servers};
@@ -174,6 +175,86 @@ impl Approved for RegistryApproved {
     }
 }
 
+/// How long the engine keeps a guard scope's cached answers and upstream
+/// connection after the scope's first call (a later call opens it anew).
+const GUARD_SCOPE_LIFETIME: std::time::Duration = std::time::Duration::from_secs(3600);
+
+/// The resolve engine as the guard's per-call resolver: the same cache,
+/// upstream connections, checks and audit events as a resolve session,
+/// under the tenant's policy for the server as it is now (the stricter of
+/// the route's mode and the tenant's; `resolve_cache: none` bypasses the
+/// cache). A guard scope (the route's upstream identity) plays the part of
+/// the session.
+pub struct EngineResolver(pub pinfold_resolve::ResolveState);
+
+#[async_trait]
+impl Resolver for EngineResolver {
+    async fn annotations(&self, call: CallToResolve<'_>) -> Option<Annotations> {
+        use pinfold_resolve::engine::{SessionCtx, Source};
+        let st = &self.0;
+        let policy = match st.signatures.policy(call.tenant, call.server).await {
+            Ok(p) => p,
+            Err(_) => {
+                tracing::warn!(server = %call.server, "guard: no policy for a call's resolution; deciding on the worst case");
+                return None;
+            }
+        };
+        let headers = call
+            .target
+            .headers
+            .iter()
+            .filter_map(|(k, v)| Some((k.as_str().to_owned(), v.to_str().ok()?.to_owned())))
+            .collect();
+        let ctx = SessionCtx {
+            tenant: call.tenant.clone(),
+            session: call.scope.to_owned(),
+            expires_at: std::time::SystemTime::now() + GUARD_SCOPE_LIFETIME,
+            signature: call.signature.clone(),
+            mode: call.mode.stricter(policy.mode),
+            cache: policy.cache,
+            upstream: pinfold_resolve::upstream::UpstreamTarget {
+                url: call.target.url.to_string(),
+                headers,
+                rules: call.target.rules.clone(),
+            },
+        };
+        let resolution = st
+            .engine
+            .resolve(&ctx, call.name, call.arguments)
+            .await
+            .ok()?;
+        for e in &resolution.events {
+            let kind = match e {
+                pinfold_resolve::engine::ResolveEvent::StrictRefusal { .. } => "resolve.refused",
+                pinfold_resolve::engine::ResolveEvent::DeterminismViolation { .. } => {
+                    "resolve.nondeterministic"
+                }
+            };
+            let mut data = serde_json::to_value(e).unwrap_or(serde_json::Value::Null);
+            if let Some(o) = data.as_object_mut() {
+                o.insert("guard_route".into(), serde_json::json!(call.server));
+            }
+            let note = pinfold_core::audit::NewAuditEvent::new(
+                kind,
+                "pinfold-guard",
+                pinfold_resolve::state::now(),
+                data,
+            )
+            .about(call.server, call.version);
+            if let Err(err) = st.store.record(call.tenant, &note).await {
+                tracing::error!(error = %err, kind, "could not record a guard resolution event");
+            }
+        }
+        if !matches!(resolution.source, Source::Cache | Source::Upstream) || !resolution.conformant
+        {
+            return None;
+        }
+        let mut errors = pinfold_core::error::ValidationErrors::new();
+        let a = Annotations::parse(resolution.tool.get("annotations")?, "", &mut errors);
+        errors.is_empty().then_some(a)
+    }
+}
+
 /// The guard's MCP endpoint over `store`, the registry, `keyring` and the
 /// egress path. Its upstream timeout, response limit and probe budget are
 /// the resolve service's (`[resolve]`): both are Pinfold's MCP client.
@@ -184,6 +265,7 @@ pub fn endpoint_state(
     keyring: Arc<Keyring>,
     egress: &Arc<pinfold_egress::Egress>,
     policies: &Arc<PolicyCache>,
+    resolve: &pinfold_resolve::ResolveState,
 ) -> EndpointState {
     let timeout = std::time::Duration::from_millis(cfg.resolve.upstream_timeout_ms);
     EndpointState::new(
@@ -192,6 +274,7 @@ pub fn endpoint_state(
             registry: registry.clone(),
             policies: policies.clone(),
         }),
+        Arc::new(EngineResolver(resolve.clone())),
         Arc::new(KeyringSealer(keyring)),
         crate::egress_wiring::tenant_egress(egress, store.tenants()),
         GuardConfig {

@@ -221,6 +221,8 @@ pub async fn start(cfg: Config, listener: Option<TcpListener>) -> anyhow::Result
     let scope = crate::scope_wiring::scope_state(&store, &registry, keyring.clone(), &egress);
     let policies = crate::policy_cache::PolicyCache::new(store.tenants());
     let guard = crate::guard_wiring::guard_state(&store, &registry, keyring.clone(), &egress);
+    let resolve =
+        crate::resolve_wiring::resolve_state(&store, &registry, &cfg.resolve, &egress, &policies);
     let guard_endpoint = crate::guard_wiring::endpoint_state(
         &cfg,
         &store,
@@ -228,9 +230,8 @@ pub async fn start(cfg: Config, listener: Option<TcpListener>) -> anyhow::Result
         keyring.clone(),
         &egress,
         &policies,
+        &resolve,
     );
-    let resolve =
-        crate::resolve_wiring::resolve_state(&store, &registry, &cfg.resolve, &egress, &policies);
     crate::resolve_wiring::spawn_change_listener(&store, &registry, &resolve);
     let purge = crate::resolve_wiring::spawn_session_purge(&store, Duration::from_secs(600));
     let purge_states = crate::scope_wiring::spawn_state_purge(&store, Duration::from_secs(600));

@@ -391,17 +391,8 @@ async fn rug_pulls(legacy: bool) {
     assert_eq!(drift_events(&app).await.len(), 3);
 
     // The same in /metrics.
-    let r = app.send("GET", "/metrics", None, None).await;
-    let text = String::from_utf8(r.bytes).unwrap();
-    let metric = |name: &str| -> u64 {
-        text.lines()
-            .find_map(|l| l.strip_prefix(&format!("{name} ")))
-            .unwrap_or_else(|| panic!("{name} not in /metrics"))
-            .parse()
-            .unwrap()
-    };
-    assert_eq!(metric("pinfold_guard_drifts_total"), 3);
-    assert!(metric("pinfold_guard_refused_calls_total") >= 4);
+    assert_eq!(app.metric("pinfold_guard_drifts_total").await, 3.0);
+    assert!(app.metric("pinfold_guard_refused_calls_total").await >= 4.0);
 }
 
 #[tokio::test]
@@ -467,6 +458,37 @@ async fn a_read_only_route_refuses_a_destructive_resolution_and_forwards_a_read(
     // A static tool is decided on its annotations: list_files is read-only.
     let r = m.call("list_files", json!({"dir": "/"})).await;
     assert_ne!(r["result"]["isError"], true, "{r}");
+
+    // The resolutions come from the resolve engine and its cache: the same
+    // calls again are decided without asking the upstream.
+    let asked = up.calls();
+    assert_eq!(asked, 2, "one resolution per distinct call");
+    let delete = json!({"action": "delete", "path": "/notes.txt"});
+    let r = m.call("manage_files", delete.clone()).await;
+    assert_eq!(r["result"]["isError"], true, "{r}");
+    let r = m
+        .call(
+            "manage_files",
+            json!({"action": "read", "path": "/notes.txt"}),
+        )
+        .await;
+    assert_ne!(r["result"]["isError"], true, "{r}");
+    assert_eq!(up.calls(), asked, "both answered from the cache");
+    let hits = app.metric("pinfold_resolve_hits_total").await;
+    assert!(hits >= 2.0, "the engine counted the hits: {hits}");
+    // Under the tenant's `resolve_cache: none`, every call is resolved
+    // upstream, and still decided on its resolution.
+    app.put_policy(
+        &json!({"enforcement_mode": "strict", "approval_required": true,
+        "overrides": {"servers": {server(): {"resolve_cache": "none"}}}}),
+    )
+    .await;
+    for _ in 0..2 {
+        let r = m.call("manage_files", delete.clone()).await;
+        assert_eq!(r["result"]["isError"], true, "{r}");
+    }
+    assert_eq!(up.calls(), asked + 2, "no reuse under resolve_cache: none");
+    assert_eq!(up.tool_calls("manage_files"), 2);
 }
 
 #[tokio::test]
@@ -898,7 +920,8 @@ async fn upstream_down_hanging_or_answering_garbage_is_a_json_rpc_error_in_time(
 }
 
 #[tokio::test]
-async fn a_session_continues_on_a_second_replica_and_oversize_bodies_are_refused() {
+async fn a_session_continues_on_a_second_replica_after_the_first_stops_and_oversize_bodies_are_refused()
+ {
     let a = TestApp::new().await;
     publish(&a).await;
     let up = upstream(Switches::default()).await;
@@ -909,6 +932,9 @@ async fn a_session_continues_on_a_second_replica_and_oversize_bodies_are_refused
     // session but what its id carries.
     let b = a.replica().await;
     drop(m);
+    // The first replica is stopped: what the session needs can only come
+    // from its id and the database.
+    let _db = a.stop().await;
     let mut m = Mcp {
         app: &b,
         token: client(&b),

@@ -58,23 +58,9 @@ async fn publish(app: &TestApp) {
 
 /// Sets the tenant's mode and the server's cache policy.
 async fn set_policy(app: &TestApp, mode: &str, cache: &str) {
-    let path = format!("/v1/tenants/{}/policy", app.tenant);
-    let etag = app.get(&path, &app.admin()).await.header("etag").unwrap();
-    let r = app
-        .send_raw(
-            "PUT",
-            &path,
-            Some(&app.admin()),
-            Some(
-                json!({"enforcement_mode": mode, "approval_required": true,
-                    "overrides": {"servers": {server(): {"resolve_cache": cache}}}})
-                .to_string()
-                .as_bytes(),
-            ),
-            &[("if-match", &etag)],
-        )
+    app.put_policy(&json!({"enforcement_mode": mode, "approval_required": true,
+        "overrides": {"servers": {server(): {"resolve_cache": cache}}}}))
         .await;
-    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.bytes));
 }
 
 /// Opens a session on `up` and returns its path.
@@ -128,16 +114,6 @@ async fn audit_kinds(app: &TestApp) -> Vec<String> {
         .collect()
 }
 
-async fn metric(app: &TestApp, name: &str) -> f64 {
-    let r = app.send("GET", "/metrics", None, None).await;
-    let text = String::from_utf8(r.bytes).unwrap();
-    text.lines()
-        .find_map(|l| l.strip_prefix(&format!("{name} ")))
-        .unwrap_or_else(|| panic!("{name} not in /metrics"))
-        .parse()
-        .unwrap()
-}
-
 #[tokio::test]
 async fn read_and_delete_resolve_and_a_repeat_is_a_cache_hit() {
     let app = TestApp::new().await;
@@ -189,8 +165,8 @@ async fn read_and_delete_resolve_and_a_repeat_is_a_cache_hit() {
     assert_eq!(dynamic["source"], "upstream");
     assert_eq!(dynamic["tool"]["annotations"]["readOnlyHint"], true);
     assert!(dynamic["tool"]["inputSchema"].is_object());
-    assert!(metric(&app, "pinfold_resolve_hits_total").await >= 1.0);
-    assert!(metric(&app, "pinfold_resolve_cache_entries").await >= 1.0);
+    assert!(app.metric("pinfold_resolve_hits_total").await >= 1.0);
+    assert!(app.metric("pinfold_resolve_cache_entries").await >= 1.0);
 }
 
 #[tokio::test]
@@ -363,7 +339,7 @@ async fn a_stopped_upstream_falls_back_and_recovery_follows() {
         r["tool"]["annotations"]["destructiveHint"], true,
         "worst case"
     );
-    assert!(metric(&app, "pinfold_resolve_upstream_calls_total").await >= 0.0);
+    assert!(app.metric("pinfold_resolve_upstream_calls_total").await >= 0.0);
     up.restart().await.unwrap();
     // Errors are never cached: the same call now reaches the upstream.
     let mut recovered = Value::Null;
@@ -402,11 +378,8 @@ async fn with_resolve_cache_none_every_call_goes_upstream_and_nondeterminism_is_
         "the changed answer is on record"
     );
     assert!(
-        metric(
-            &app,
-            "pinfold_resolve_violations_total{kind=\"determinism\"}"
-        )
-        .await
+        app.metric("pinfold_resolve_violations_total{kind=\"determinism\"}")
+            .await
             >= 1.0
     );
 }
@@ -424,7 +397,7 @@ async fn closing_a_session_drops_its_entries() {
         json!({"path": "/d", "action": "read"}),
     )
     .await;
-    assert!(metric(&app, "pinfold_resolve_cache_entries").await >= 1.0);
+    assert!(app.metric("pinfold_resolve_cache_entries").await >= 1.0);
     assert_eq!(
         app.send("DELETE", &s, Some(&client(&app)), None)
             .await
@@ -440,7 +413,7 @@ async fn closing_a_session_drops_its_entries() {
     .await
     .problem(404, "session_not_found");
     // Its entries are gone at once (no other session holds any).
-    let entries = metric(&app, "pinfold_resolve_cache_entries").await;
+    let entries = app.metric("pinfold_resolve_cache_entries").await;
     assert_eq!(entries, 0.0);
 }
 
