@@ -249,6 +249,64 @@ async fn a_reviewer_sees_the_escalation_first_approves_and_sees_the_attestation(
     assert!(!audit.contains("carol"), "the actor filter: {audit}");
 }
 
+/// SEP-2243: a version whose tool now sends an argument in an
+/// `Mcp-Param-*` header (a property gaining `x-mcp-header`) shows it among
+/// the escalations at the top, the queue counts it, and the change's
+/// schema notes say which header.
+#[tokio::test]
+async fn a_new_x_mcp_header_is_shown_among_the_escalations_at_the_top() {
+    let app = TestApp::new().await;
+    publish(&app, "bob", &card("1.0.0", json!([read_tool()]))).await;
+    let r = app
+        .send(
+            "POST",
+            &format!("{}/review", api_path(&app, "1.0.0")),
+            Some(&app.as_roles("carol", &["reviewer"])),
+            Some(json!({"decision": "approve"})),
+        )
+        .await;
+    assert_eq!(r.status, 200);
+    let mut mirrored = read_tool();
+    mirrored["inputSchema"]["properties"]["path"]["x-mcp-header"] = json!("Path");
+    publish(&app, "bob", &card("1.1.0", json!([mirrored]))).await;
+    let mut b = Browser::new(&app);
+    b.sign_in("rita", "reviewer").await;
+    let (_, queue) = b.get(&format!("/console/t/{}/queue", app.tenant)).await;
+    assert!(
+        queue.contains("<span class=\"chip danger\">1</span>"),
+        "one escalation in the queue: {queue}"
+    );
+    let (status, page) = b.get(&page_path(&app, "1.1.0")).await;
+    assert_eq!(status, 200, "{page}");
+    let esc = page.find("class=\"escalations\"").expect("escalations");
+    assert!(esc < page.find("id=\"tools\"").unwrap());
+    let list = &page[esc..esc + page[esc..].find("</ol>").unwrap()];
+    assert!(
+        list.contains("<code>read_file</code> tool &quot;read_file&quot; now sends argument &quot;path&quot; in HTTP header Mcp-Param-Path"),
+        "{list}"
+    );
+    assert_eq!(list.matches("<li>").count(), 1, "{list}");
+    assert!(
+        page.contains("path: now sent in HTTP header Mcp-Param-Path"),
+        "the schema note: {page}"
+    );
+    // The API's diff says the same: one rule.
+    let r = app
+        .get(
+            &format!(
+                "/v1/tenants/{}/servers/{}/diff?from=1.0.0&to=1.1.0",
+                app.tenant,
+                enc(SERVER)
+            ),
+            &app.admin(),
+        )
+        .await;
+    let diff = r.json();
+    assert_eq!(diff["classification"], "escalation");
+    assert_eq!(diff["changes"][0]["kind"], "mcp_header_added");
+    assert_eq!(diff["changes"][0]["class"], "escalation");
+}
+
 #[tokio::test]
 async fn the_publisher_has_no_approve_button_and_a_forged_approve_is_refused() {
     let app = TestApp::new().await;
