@@ -794,3 +794,88 @@ fn read_tool_named(name: &str) -> Value {
     t["name"] = json!(name);
     t
 }
+
+/// The hashes of every console session row of `tenant`, expired or not,
+/// read past the store (as the owner on PostgreSQL).
+async fn session_rows(app: &TestApp, tenant: &str) -> Vec<String> {
+    match &app.store {
+        pinfold_server::store::Store::Sqlite(s) => sqlx::query_scalar(
+            "SELECT id_hash FROM console_sessions WHERE tenant_id = ? ORDER BY id_hash",
+        )
+        .bind(tenant)
+        .fetch_all(s.pool())
+        .await
+        .unwrap(),
+        pinfold_server::store::Store::Postgres(_) => sqlx::query_scalar(
+            "SELECT id_hash FROM console_sessions WHERE tenant_id = $1 ORDER BY id_hash",
+        )
+        .bind(tenant)
+        .fetch_all(&app.owner_pool().await.unwrap())
+        .await
+        .unwrap(),
+    }
+}
+
+/// The server's background purge deletes expired console sessions of every
+/// tenant without anyone signing in (on PostgreSQL as the runtime role,
+/// under the purge binding row-level security admits), and leaves live
+/// ones.
+#[tokio::test]
+async fn expired_console_sessions_are_purged_without_a_sign_in() {
+    let app = TestApp::new().await;
+    let other = app.new_tenant().await;
+    let sessions = app.store.console();
+    let at = |ms: i64| pinfold_core::ids::Timestamp::from_millis(ms);
+    let now_ms = i64::try_from(now()).unwrap() * 1000;
+    let session = |hash: char, expires: i64| pinfold_console::ConsoleSession {
+        id_hash: std::iter::repeat_n(hash, 64).collect(),
+        subject: "rita".into(),
+        issuer: "https://issuer.test".into(),
+        roles: "reviewer".into(),
+        created_at: at(now_ms - 7_200_000),
+        expires_at: at(expires),
+    };
+    let (expired, live, elsewhere) = (
+        session('a', now_ms - 60_000),
+        session('b', now_ms + 3_600_000),
+        session('c', now_ms - 1),
+    );
+    for (tenant, s) in [
+        (&app.tenant, &expired),
+        (&app.tenant, &live),
+        (&other, &elsewhere),
+    ] {
+        sessions.insert_console_session(tenant, s).await.unwrap();
+    }
+    assert_eq!(
+        session_rows(&app, app.tenant.as_str()).await,
+        [expired.id_hash.clone(), live.id_hash.clone()]
+    );
+    assert_eq!(session_rows(&app, other.as_str()).await.len(), 1);
+    let purge = pinfold_server::console_wiring::spawn_session_purge(
+        &app.store,
+        std::time::Duration::from_millis(50),
+    );
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let mine = session_rows(&app, app.tenant.as_str()).await;
+        let theirs = session_rows(&app, other.as_str()).await;
+        if mine == [live.id_hash.clone()] && theirs.is_empty() {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "not purged: {mine:?} {theirs:?}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    purge.abort();
+    // The live session still opens.
+    assert!(
+        sessions
+            .console_session(&app.tenant, &live.id_hash, at(now_ms))
+            .await
+            .unwrap()
+            .is_some()
+    );
+}
