@@ -879,3 +879,74 @@ async fn expired_console_sessions_are_purged_without_a_sign_in() {
             .is_some()
     );
 }
+
+/// The console's requests are charged to a rate-limit class of their own
+/// (`console`): past its burst a page or form answers 429 with
+/// `Retry-After` and does nothing, while the API's `reads` keep their own
+/// tokens, and the other way round.
+#[tokio::test]
+async fn console_requests_have_a_rate_limit_class_that_does_not_eat_the_apis() {
+    let app = TestApp::build(test_issuers(), |c| {
+        c.rate_limits.enabled = true;
+        let tight = |tenant_burst| pinfold_server::config::ClassLimits {
+            tenant_rate: 1.0,
+            tenant_burst,
+            principal_rate: 1.0,
+            principal_burst: 100,
+        };
+        c.rate_limits.console = tight(3);
+        c.rate_limits.reads = tight(3);
+    })
+    .await;
+    let limiter = app.rate_limiter.clone().expect("limits are on");
+    // Published and approved through the API (publish has its own class;
+    // the review is `reads`).
+    pending_escalation(&app).await;
+    let mut b = Browser::new(&app);
+    // Signing in is not charged: no caller is known yet.
+    b.sign_in("rita", "reviewer").await;
+    let queue = format!("/console/t/{}/queue", app.tenant);
+    let mut csrf = String::new();
+    for i in 0..3 {
+        let (status, html) = b.get(&queue).await;
+        assert_eq!(status, 200, "request {i}: {html}");
+        csrf = field(&html, "csrf");
+    }
+    let r = b.request("GET", &queue, None).await;
+    assert_eq!(r.status, 429);
+    assert_eq!(r.header("retry-after").as_deref(), Some("1"));
+    assert!(String::from_utf8_lossy(&r.bytes).contains("rate limit is reached"));
+    // A form over the limit changes nothing.
+    let r = b
+        .post(
+            &format!("{}/review", page_path(&app, "1.1.0")),
+            &[("csrf", &csrf), ("decision", "approve")],
+        )
+        .await;
+    assert_eq!(r.status, 429);
+    // The API's reads are untouched by the console's refusals: of their 3
+    // tokens, one went to the review above, one goes to this status read
+    // and one to the first listing.
+    assert_eq!(status_of(&app, "1.1.0").await, "pending");
+    let servers = format!("/v1/tenants/{}/servers", app.tenant);
+    assert_eq!(app.get(&servers, &app.admin()).await.status, 200);
+    let body = app
+        .get(&servers, &app.admin())
+        .await
+        .problem(429, "rate_limited");
+    assert_eq!(body["class"], "reads");
+    // Once a second has passed each class has one token again: the API's
+    // exhaustion did not spend the console's.
+    limiter.clock().advance(std::time::Duration::from_secs(1));
+    let (status, _) = b.get(&queue).await;
+    assert_eq!(status, 200);
+    assert_eq!(b.request("GET", &queue, None).await.status, 429);
+    assert_eq!(app.get(&servers, &app.admin()).await.status, 200);
+    let r = app.send("GET", "/metrics", None, None).await;
+    let text = String::from_utf8(r.bytes).unwrap();
+    assert!(
+        text.contains("pinfold_rate_limited_total{class=\"console\",scope=\"tenant\"} 3"),
+        "{text}"
+    );
+    assert!(text.contains("pinfold_rate_limited_total{class=\"reads\",scope=\"tenant\"} 1"));
+}
