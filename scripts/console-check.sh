@@ -2,10 +2,14 @@
 # End-to-end check of the review console (/console) in headless Chromium,
 # with a real OpenID provider (examples/oidc-provider): sign-in with its
 # login and consent pages, a pending version whose escalation is on top,
-# approve by keyboard, the attestation, the audit log and the ledger,
-# sign-out; the publisher of a version sees no approve button and a forged
-# POST is refused; axe-core (npm axe-core) finds no serious or critical
-# violation on any console page. See scripts/console-check/check.mjs.
+# and every action by keyboard alone (Tab to it, Enter; Space or arrows on
+# a checkbox or radio button) with its effect checked: approve (and the
+# attestation), reject, deprecate, revoke (with the confirmation naming
+# the server and version), the audit log's filters, the "Next page" links
+# of the queue and the audit log, the navigation, sign-out; the publisher
+# of a version sees no approve button and a forged POST is refused;
+# axe-core (npm axe-core) finds no serious or critical violation on any
+# console page. See scripts/console-check/check.mjs.
 #
 #   scripts/console-check.sh                          # SQLite, builds pinfold if needed
 #   PINFOLD_CHECK_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres \
@@ -149,6 +153,19 @@ api PUT /versions/1.0.0 "$BOB" "$(card 1.0.0 "$read_tool")"
 api POST /versions/1.0.0/review "$CAROL" '{"decision":"approve"}'
 api PUT /versions/1.1.0 "$BOB" "$(card 1.1.0 "$read_or_delete")"
 api PUT /versions/1.2.0 "$BOB" "$(card 1.2.0 "$read_or_delete,$stat_tool")"
+api PUT /versions/1.3.0 "$BOB" "$(card 1.3.0 "$read_tool,$stat_tool")"   # rita rejects it
+api PUT /versions/1.4.0 "$BOB" "$(card 1.4.0 "$read_tool")"              # rita revokes it
+# Enough pending versions of another server for a second page of the queue
+# and of the audit log (25 a page), by two publishers (a caller may publish
+# 20 at once: [rate_limits.publish]).
+NORA=$(mint nora publisher) NICK=$(mint nick publisher)
+for n in $(seq 1 26); do
+    who=$NORA; [ "$n" -gt 13 ] && who=$NICK
+    curl -fsS -X PUT "$base/v1/tenants/dev/servers/io.github.acme%2Fnotes/versions/5.0.$n" \
+        -H "authorization: Bearer $who" -H 'content-type: application/json' \
+        --data "$(card 5.0.$n "$read_tool" | sed 's#io.github.acme/files#io.github.acme/notes#')" >/dev/null \
+        || die "publishing io.github.acme/notes 5.0.$n failed"
+done
 
 rc=0
 PINFOLD_URL=$base PROVIDER_URL=$provider PINFOLD_ADMIN=$ADMIN node "$DIR/check.mjs" || rc=$?

@@ -1,14 +1,23 @@
 // Drives Pinfold's review console (/console) in headless Chromium the way a
 // reviewer would, against a running Pinfold and a real OpenID provider
-// (examples/oidc-provider), and runs axe-core on every console page:
+// (examples/oidc-provider), and runs axe-core on every console page. Every
+// action is taken with the keyboard alone (Tab to it from the top of the
+// page, Enter; Space or the arrow keys for a checkbox or radio button), and
+// its effect is checked:
 //
 //   1. rita signs in through the provider (its login and consent pages);
-//      the queue lists the pending 1.1.0; its page puts the escalation
-//      (read_file may now delete) above the tools; she approves it with
-//      the keyboard (Tab to the button, Enter) and sees the attestation.
-//   2. The audit log (filtered) links the approval to its version; the
-//      ledger renders; rita signs out.
-//   3. bob, the publisher of 1.2.0, signs in: no approve button, the page
+//      the queue's "Next page" link leads to the pending versions past the
+//      first page; the queue lists the pending 1.1.0; its page puts the
+//      escalation (read_file may now delete) above the tools; she approves
+//      it (Tab from the note to the button, Enter) and sees the
+//      attestation.
+//   2. She rejects 1.3.0 with a note, deprecates 1.0.0 and revokes 1.4.0
+//      with a reason and the confirmation that names the server and the
+//      version (without it the form is not sent and nothing changes).
+//   3. The audit log: its five filters filled and sent, the filtered event
+//      linking to its version; its "Next page" link; the ledger; rita
+//      signs out with the header's button.
+//   4. bob, the publisher of 1.2.0, signs in: no approve button, the page
 //      says why; forged POSTs (his own CSRF token, none) are refused and
 //      1.2.0 stays pending.
 //
@@ -67,6 +76,93 @@ async function audit(page, name) {
   audited.push(name);
   await page.screenshot({ path: path.join(OUT, `${String(++shot).padStart(2, '0')}-${name}.png`), fullPage: true });
   log(`axe: ${name} has no serious or critical violation`);
+}
+
+/// The element that has the keyboard focus, described (null: none).
+async function focused(page) {
+  return page.evaluate(() => {
+    const e = document.activeElement;
+    if (!e || e === document.body) return null;
+    return {
+      tag: e.tagName.toLowerCase(),
+      type: e.getAttribute('type') || '',
+      name: e.getAttribute('name') || '',
+      value: e.getAttribute('value') || '',
+      id: e.id,
+      text: (e.innerText || '').trim(),
+      href: e.getAttribute('href') || '',
+      checked: !!e.checked,
+      label: e.labels && e.labels.length ? e.labels[0].innerText.trim() : '',
+    };
+  });
+}
+
+/// Presses Tab until the focused element is what `want` says (from where
+/// the focus is: after a navigation, the top of the page), at most `max`
+/// times; fails when Tab never reaches it.
+async function tabTo(page, what, want, max = 300) {
+  for (let i = 0; i < max; i++) {
+    await page.keyboard.press('Tab');
+    const f = await focused(page);
+    if (f && want(f)) return f;
+  }
+  fail(`Tab never reaches ${what} on ${page.url()}`);
+}
+
+/// Presses Enter on the focused element and waits for the page it leads to.
+async function enter(page) {
+  await Promise.all([page.waitForNavigation(), page.keyboard.press('Enter')]);
+}
+
+/// Tabs to a link by its text and follows it with Enter.
+async function followLink(page, text, hrefEnd) {
+  await tabTo(page, `the link ${text}`, (f) => f.tag === 'a' && f.text === text && (!hrefEnd || f.href.endsWith(hrefEnd)));
+  await enter(page);
+}
+
+/// The version page's lifecycle form, by keyboard: the status's radio
+/// button (Tab into the group, arrow keys to the value), the reason, the
+/// confirmation checkbox (Space), the button (Enter). The checkbox and the
+/// button must name the server and the version. With `unconfirmedFirst`,
+/// Enter on the button before the box is ticked must send nothing.
+async function changeStatus(page, version, want, reason, unconfirmedFirst) {
+  await tabTo(page, 'the status radio buttons', (f) => f.type === 'radio' && f.name === 'status');
+  for (let i = 0; i < 3 && (await focused(page)).value !== want; i++) await page.keyboard.press('ArrowDown');
+  await page.keyboard.press('Space');
+  const radio = await focused(page);
+  if (radio.value !== want || !radio.checked) fail(`the ${want} radio button is not chosen: ${JSON.stringify(radio)}`);
+  await page.keyboard.press('Tab');
+  if ((await focused(page)).id !== 'reason') fail('Tab from the status does not reach the reason');
+  await page.keyboard.type(reason);
+  await page.keyboard.press('Tab');
+  const box = await focused(page);
+  if (box.type !== 'checkbox' || !box.label.includes(SERVER) || !box.label.includes(version)) {
+    fail(`the confirmation does not name ${SERVER} ${version}: ${JSON.stringify(box)}`);
+  }
+  if (unconfirmedFirst) {
+    await page.keyboard.press('Tab');
+    const before = page.url();
+    await page.keyboard.press('Enter');
+    await page.waitForTimeout(500);
+    if (page.url() !== before) fail(`the status form was sent without its confirmation: ${page.url()}`);
+    if ((await status(version)) === want) fail(`${version} became ${want} without the confirmation`);
+    // The browser's validation takes the focus to the unticked box (else
+    // Shift+Tab goes back to it).
+    if ((await focused(page)).type !== 'checkbox') await page.keyboard.press('Shift+Tab');
+    if ((await focused(page)).type !== 'checkbox') fail('the focus does not come back to the confirmation');
+  }
+  await page.keyboard.press('Space');
+  if (!(await focused(page)).checked) fail('Space does not tick the confirmation');
+  await page.keyboard.press('Tab');
+  const button = await focused(page);
+  if (button.tag !== 'button' || !button.text.includes(`${SERVER} ${version}`)) fail(`Tab reaches ${JSON.stringify(button)}, not the status button`);
+  await enter(page);
+  if ((await status(version)) !== want) fail(`${version} is not ${want} after the status form`);
+}
+
+/// The ids of the audit events a page lists.
+async function auditIds(page) {
+  return page.locator('table.audit tbody tr td:first-child').allInnerTexts();
 }
 
 /// Watches a context's pages: every console answer carries the CSP, every
@@ -135,17 +231,28 @@ async function main() {
       '--disable-background-networking', '--disable-component-update', '--disable-sync'],
   });
   try {
-    // --- rita reviews -------------------------------------------------------
+    // --- rita reviews ---------------------------------------------------------
     const rita = await browser.newContext({ viewport: { width: 1400, height: 1000 } });
     rita.setDefaultTimeout(20_000);
     const ritaProblems = watch(rita);
     let page = await rita.newPage();
     await signIn(page, 'rita');
     await audit(page, 'queue');
+    // The queue pages: its "Next page" link, by keyboard.
+    const firstPage = await page.locator('table.queue tbody tr').count();
+    if (firstPage !== 25) fail(`the queue's first page lists ${firstPage} versions, not 25`);
+    await followLink(page, 'Next page');
+    if (!/\/queue\?after=/.test(page.url())) fail(`Next page led to ${page.url()}`);
+    const secondPage = await page.locator('table.queue tbody tr').allInnerTexts();
+    if (!secondPage.length || secondPage.some((r) => r.includes('1.1.0'))) fail(`the queue's second page: ${secondPage.join(' | ')}`);
+    await audit(page, 'queue-page-2');
+    log(`queue: Next page by keyboard lists ${secondPage.length} more pending versions`);
+    await followLink(page, 'Review queue');
+    // The pending 1.1.0, by keyboard from the queue.
     const row = page.locator('table.queue tbody tr', { hasText: '1.1.0' });
     if (!(await row.count())) fail('the queue does not list 1.1.0');
-    await row.getByRole('link', { name: '1.1.0' }).click();
-    await page.waitForURL(`**${versionPath('1.1.0')}`);
+    await followLink(page, '1.1.0', '/versions/1.1.0');
+    if (!page.url().endsWith(versionPath('1.1.0'))) fail(`the 1.1.0 link led to ${page.url()}`);
     const first = await page.locator('ol.escalations li').first().innerText();
     if (!/read_file/.test(first) || !/less safely/.test(first)) fail(`first escalation: ${first}`);
     const above = await page.evaluate(() =>
@@ -154,29 +261,83 @@ async function main() {
     if (!above) fail('the escalations are not above the tools');
     log('1.1.0: the escalation of read_file is at the top');
     await audit(page, 'version-pending');
-    // Approve with the keyboard: the note, Tab, Enter.
-    await page.focus('#note');
+    // Approve with the keyboard: Tab to the note, type, Tab, Enter.
+    await tabTo(page, 'the note', (f) => f.id === 'note');
     await page.keyboard.type('checked the delete path');
     await page.keyboard.press('Tab');
-    const focused = await page.evaluate(() => document.activeElement?.getAttribute('value'));
-    if (focused !== 'approve') fail(`Tab from the note reaches ${focused}, not the approve button`);
-    await Promise.all([page.waitForNavigation(), page.keyboard.press('Enter')]);
+    const focusedValue = (await focused(page))?.value;
+    if (focusedValue !== 'approve') fail(`Tab from the note reaches ${focusedValue}, not the approve button`);
+    await enter(page);
     if ((await status('1.1.0')) !== 'approved') fail('1.1.0 is not approved after the approve button');
     const jws = await page.locator('pre.jws').innerText();
     if (jws.split('.').length !== 3) fail(`no attestation on the page: ${jws}`);
     log('approved by keyboard; the attestation is on the page');
     await audit(page, 'version-approved');
-    await page.goto(`${BASE}/console/t/${TENANT}/audit?kind=version.approved&actor=rita`);
+
+    // Reject 1.3.0 with a note: Tab from the note passes approve to reject.
+    await page.goto(`${BASE}${versionPath('1.3.0')}`);
+    await tabTo(page, 'the note', (f) => f.id === 'note');
+    await page.keyboard.type('no stat tool without a reason');
+    await page.keyboard.press('Tab');
+    await page.keyboard.press('Tab');
+    const reject = await focused(page);
+    if (reject?.value !== 'reject') fail(`Tab past approve reaches ${JSON.stringify(reject)}, not the reject button`);
+    await enter(page);
+    if ((await status('1.3.0')) !== 'rejected') fail('1.3.0 is not rejected after the reject button');
+    if (!(await page.locator('main').innerText()).includes('no stat tool without a reason')) fail('the rejection note is not on the page');
+    log('rejected 1.3.0 by keyboard, with its note');
+    await audit(page, 'version-rejected');
+
+    // Deprecate 1.0.0, then revoke 1.4.0: each confirmation names the
+    // server and version; unconfirmed, the revocation is not sent.
+    await page.goto(`${BASE}${versionPath('1.0.0')}`);
+    await changeStatus(page, '1.0.0', 'deprecated', 'superseded by 1.1.0', false);
+    log('deprecated 1.0.0 by keyboard');
+    await audit(page, 'version-deprecated');
+    await page.goto(`${BASE}${versionPath('1.4.0')}`);
+    await changeStatus(page, '1.4.0', 'revoked', 'published by mistake', true);
+    log('revoked 1.4.0 by keyboard (refused until confirmed)');
+    await audit(page, 'version-revoked');
+
+    // The audit log: the navigation link, the five filters, the Filter
+    // button, the filtered event's link to its version.
+    await followLink(page, 'Audit log');
     await audit(page, 'audit');
-    await page.getByRole('link', { name: `${SERVER} 1.1.0` }).click();
-    await page.waitForURL(`**${versionPath('1.1.0')}`);
-    await page.goto(`${BASE}/console/t/${TENANT}/ledger`);
+    for (const [id, value] of [['kind', 'version.rejected'], ['actor', 'rita'], ['server', SERVER],
+      ['since', '2000-01-01'], ['until', '2999-01-01']]) {
+      await tabTo(page, `the ${id} filter`, (f) => f.id === id);
+      await page.keyboard.type(value);
+    }
+    await tabTo(page, 'the Filter button', (f) => f.tag === 'button' && f.text === 'Filter');
+    await enter(page);
+    const url = new URL(page.url());
+    if (url.searchParams.get('kind') !== 'version.rejected' || url.searchParams.get('until') !== '2999-01-01') fail(`the filters sent ${url.search}`);
+    const kinds = await page.locator('table.audit tbody tr td:nth-child(4)').allInnerTexts();
+    if (kinds.length !== 1 || kinds[0] !== 'version.rejected') fail(`filtered audit log lists ${kinds.join(', ')}`);
+    await audit(page, 'audit-filtered');
+    await followLink(page, `${SERVER} 1.3.0`);
+    if (!page.url().endsWith(versionPath('1.3.0'))) fail(`the audit event led to ${page.url()}`);
+    log('audit: filters sent by keyboard; the rejection links to 1.3.0');
+    // Its pages: "Next page" lists older events only.
+    await followLink(page, 'Audit log');
+    const auditFirst = await auditIds(page);
+    await followLink(page, 'Next page');
+    if (!/\/audit\?after=/.test(page.url())) fail(`Next page led to ${page.url()}`);
+    const auditSecond = await auditIds(page);
+    if (auditFirst.length !== 25 || !auditSecond.length || auditSecond.some((id) => auditFirst.includes(id))) {
+      fail(`audit pages: [${auditFirst}] then [${auditSecond}]`);
+    }
+    await audit(page, 'audit-page-2');
+    log(`audit: Next page by keyboard lists ${auditSecond.length} more events`);
+    await followLink(page, 'Ledger');
     await audit(page, 'ledger');
-    await page.getByRole('button', { name: 'Sign out' }).click();
-    await page.waitForURL(`**/console/t/${TENANT}/sign-in?signed_out=1`);
+    // Sign out with the header's button.
+    await tabTo(page, 'the Sign out button', (f) => f.tag === 'button' && f.text === 'Sign out');
+    await enter(page);
+    if (!page.url().endsWith(`/console/t/${TENANT}/sign-in?signed_out=1`)) fail(`sign-out led to ${page.url()}`);
     await page.goto(`${BASE}/console/t/${TENANT}/queue`);
     if (!page.url().includes('/sign-in')) fail('after sign-out the queue still answers');
-    log('rita signed out; the queue sends her to sign in again');
+    log('rita signed out by keyboard; the queue sends her to sign in again');
     if (ritaProblems.length) fail(ritaProblems.join('\n'));
 
     // --- bob published 1.2.0 ------------------------------------------------

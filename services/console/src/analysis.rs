@@ -9,6 +9,7 @@ use std::collections::BTreeSet;
 use pinfold_core::annotations::Annotations;
 use pinfold_core::card::{ServerCard, SignatureTool};
 use pinfold_core::diff::{Change, Class, Diff, diff};
+use pinfold_core::param_headers;
 use pinfold_core::scope::tool_scopes;
 use serde_json::Value;
 
@@ -124,17 +125,19 @@ pub fn tool_rows(card: &ServerCard) -> Vec<ToolRow<'_>> {
 }
 
 /// The order escalations are listed in: behaviour first (annotations,
-/// policy hints), then authority (scopes, security schemes), then what is
-/// new, then anything else.
+/// policy hints), then authority (scopes, security schemes), then
+/// exposure (arguments newly sent in HTTP headers, `x-mcp-header`), then
+/// what is new, then anything else.
 fn escalation_rank(kind: &str) -> u8 {
     match kind {
         "annotation_possibility_added" => 0,
         "policy_hint_changed" => 1,
         "scope_added" => 2,
         "security_schemes_changed" => 3,
-        "tool_added" => 4,
-        "prompt_added" | "resource_added" | "resource_template_added" => 5,
-        _ => 6,
+        "mcp_header_added" => 4,
+        "tool_added" => 5,
+        "prompt_added" | "resource_added" | "resource_template_added" => 6,
+        _ => 7,
     }
 }
 
@@ -294,6 +297,21 @@ fn schema_walk(at: &str, before: &Value, after: &Value, notes: &mut Vec<String>,
             join_quoted(&removed)
         ));
     }
+    let (hb, ha) = (
+        before.get(param_headers::KEYWORD),
+        after.get(param_headers::KEYWORD),
+    );
+    if hb != ha && !at.is_empty() {
+        let header = |v: &Value| match v {
+            Value::String(s) => format!("{}{s}", param_headers::HEADER_PREFIX),
+            other => other.to_string(),
+        };
+        notes.push(match (hb, ha) {
+            (_, Some(a)) => format!("{here}: now sent in HTTP header {}", header(a)),
+            (Some(b), None) => format!("{here}: no longer sent in HTTP header {}", header(b)),
+            (None, None) => unreachable!("they differ"),
+        });
+    }
     let (rb, ra) = (
         strings_of(before, "required"),
         strings_of(after, "required"),
@@ -318,7 +336,16 @@ fn schema_walk(at: &str, before: &Value, after: &Value, notes: &mut Vec<String>,
             format!("{at}.{k}")
         };
         match pb.get(k) {
-            None => notes.push(format!("property {path} added")),
+            None => {
+                notes.push(format!("property {path} added"));
+                if let Some(h) = v.get(param_headers::KEYWORD) {
+                    let h = h.as_str().map_or_else(|| h.to_string(), str::to_owned);
+                    notes.push(format!(
+                        "{path}: sent in HTTP header {}{h}",
+                        param_headers::HEADER_PREFIX
+                    ));
+                }
+            }
             Some(old) if old != v => schema_walk(&path, old, v, notes, depth + 1),
             Some(_) => {}
         }
@@ -400,6 +427,40 @@ mod tests {
                 changed: 1,
                 escalations: 2
             }
+        );
+    }
+
+    #[test]
+    fn a_new_x_mcp_header_is_listed_among_the_escalations_with_its_note() {
+        let old = card(
+            json!([{"name": "query", "annotations": {"readOnlyHint": true},
+            "inputSchema": {"type": "object", "properties": {"region": {"type": "string"}}}}]),
+        );
+        let new = card(
+            json!([{"name": "query", "annotations": {"readOnlyHint": true},
+            "inputSchema": {"type": "object", "properties": {
+                "region": {"type": "string", "x-mcp-header": "Region"},
+                "zone": {"type": "string", "x-mcp-header": "Zone"}}}},
+            {"name": "other", "inputSchema": {"type": "object"}}]),
+        );
+        let cmp = compare(&old, &new);
+        let kinds: Vec<&str> = cmp.escalations().map(|c| c.kind).collect();
+        assert_eq!(
+            kinds,
+            ["mcp_header_added", "mcp_header_added", "tool_added"]
+        );
+        assert_eq!(cmp.headline.escalations, 3);
+        let schema = |c: &ServerCard| {
+            let tool = c.signature.tools.iter().find(|t| t.name == "query");
+            tool.and_then(|t| t.input_schema.clone()).unwrap()
+        };
+        assert_eq!(
+            schema_notes(&schema(&old), &schema(&new)),
+            [
+                "region: now sent in HTTP header Mcp-Param-Region",
+                "property zone added",
+                "zone: sent in HTTP header Mcp-Param-Zone",
+            ]
         );
     }
 

@@ -10,7 +10,7 @@
 //!   the current approved version first (from `pinfold_core::diff`, the one
 //!   classification `verify` shares), a change's headline, the schema notes
 //!   of a changed schema (properties added and removed, types widened, enum
-//!   values added).
+//!   values added, arguments newly sent in HTTP headers).
 //! - `render/`: the pages (`layout`, the shell and its navigation; `queue`,
 //!   `version`, `audit`, `ledger`, `signin`), each a function from plain
 //!   view data to HTML.
@@ -23,7 +23,8 @@
 //!   (discovery, authorization code with PKCE S256, the code exchange).
 //! - `state`: what the routes need (`ConsoleState`, `ConsoleSettings`, the
 //!   dev one-click sign-in as `DevSignIn`).
-//! - `routes/`: the HTTP routes under `/console`.
+//! - `routes/`: the HTTP routes under `/console` (a signed-in session's
+//!   requests charged to the rate limiter's `console` class).
 
 pub mod analysis;
 pub mod assets;

@@ -106,6 +106,17 @@ pub trait ConsoleStore: Send + Sync + 'static {
         tenant: &TenantId,
         now: Timestamp,
     ) -> Result<u64, ConsoleStoreError>;
+
+    /// Deletes at most `limit` sessions that expired before `before`, in
+    /// every tenant (the server's background purge, so that an expired
+    /// session's row goes even when nobody of its tenant signs in again;
+    /// on PostgreSQL under the purge binding, which row-level security lets
+    /// read and delete expired rows only). Returns how many were deleted.
+    async fn purge_expired_console_sessions(
+        &self,
+        before: Timestamp,
+        limit: u32,
+    ) -> Result<u64, ConsoleStoreError>;
 }
 
 /// `n` random bytes as base64url.

@@ -14,7 +14,7 @@
 //! |-------|----------------|----------------|
 //! | tool name declared | `undeclared_tool` | always |
 //! | normalised annotations equal one declared possibility (title ignored) | `annotation_not_declared` | no declared possibility is at least as dangerous on every hint |
-//! | `inputSchema` canonically equal to the declared one: always for a list item (one without it differs), only when carried for a resolved tool | `input_schema_changed` | never (flagged, not ordered) |
+//! | `inputSchema` canonically equal to the declared one: always for a list item (one without it differs), only when carried for a resolved tool | `input_schema_changed` | it mirrors an argument into an HTTP header the declared schema does not (`x-mcp-header`, SEP-2243: [`crate::param_headers::added`]); otherwise never (flagged, not ordered) |
 //! | `outputSchema` canonically equal: for a list item when either side has one, for a resolved tool only when carried | `output_schema_changed` | never |
 //! | each `_meta` `mcp.dev/*` value among the declared values | `policy_hint_not_declared` | more severe than every declared value, or the signature made no claim |
 //! | each `securitySchemes` alternative declared | `security_scheme_not_declared` | it needs a scope outside the tool's declared scopes, or is an unknown scheme type |
@@ -594,13 +594,29 @@ fn check_tool(d: &SignatureTool, t: &SignatureTool, p: &str, full: bool, f: &mut
     match (&t.input_schema_canonical, &d.input_schema_canonical) {
         (Some(o), Some(dc)) if o == dc => {}
         (None, _) if !full => {}
-        _ => f.violation(
-            ViolationKind::InputSchemaChanged,
-            pointer_push(p, "inputSchema"),
-            false,
-            name,
-            format!("tool {name:?} inputSchema differs from the declared one"),
-        ),
+        _ => {
+            let headers =
+                crate::param_headers::added(d.input_schema.as_ref(), t.input_schema.as_ref());
+            let message = if headers.is_empty() {
+                format!("tool {name:?} inputSchema differs from the declared one")
+            } else {
+                format!(
+                    "tool {name:?} inputSchema differs from the declared one and sends {} in HTTP headers it does not declare",
+                    headers
+                        .iter()
+                        .map(|h| format!("{:?} ({})", h.argument, h.header()))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            };
+            f.violation(
+                ViolationKind::InputSchemaChanged,
+                pointer_push(p, "inputSchema"),
+                !headers.is_empty(),
+                name,
+                message,
+            )
+        }
     }
     if full || t.output_schema.is_some() {
         let same = match (&t.output_schema, &d.output_schema) {
@@ -952,6 +968,57 @@ mod tests {
             obs_tool(|t| t["inputSchema"] = json!({"type": "object"})),
         );
         assert!(r.conformant);
+    }
+
+    /// SEP-2243: a listed schema that mirrors an argument into an
+    /// `Mcp-Param-*` header the declared one does not is less safe (the
+    /// rule `diff` classifies `mcp_header_added` by); one that drops an
+    /// annotation is flagged, not less safe.
+    #[test]
+    fn a_schema_adding_an_x_mcp_header_is_less_safe() {
+        let r = run(
+            Value::Null,
+            obs_tool(|t| {
+                t["inputSchema"] = json!({"type": "object", "properties": {
+                    "path": {"type": "string", "x-mcp-header": "Path"}}})
+            }),
+        );
+        assert_eq!(
+            kinds(&r),
+            [(
+                ViolationKind::InputSchemaChanged,
+                "/tools/0/inputSchema",
+                true
+            )]
+        );
+        assert!(r.less_safe());
+        assert!(
+            r.violations[0].message.contains("Mcp-Param-Path"),
+            "{}",
+            r.violations[0].message
+        );
+        let declared = ServerCard::from_value(
+            &json!({"name": "a.b/c", "version": "1.0.0", "signature": {"tools": [
+                {"name": "t", "inputSchema": {"type": "object", "properties": {
+                    "path": {"type": "string", "x-mcp-header": "Path"}}}}]}}),
+            &Limits::default(),
+        )
+        .unwrap();
+        let obs = Observation::from_value(
+            &json!({"tools": [{"name": "t", "inputSchema": {"type": "object", "properties": {
+                "path": {"type": "string"}}}}]}),
+            &Limits::default(),
+        )
+        .unwrap();
+        let r = check(&declared.signature, &obs, Mode::Strict);
+        assert_eq!(
+            kinds(&r),
+            [(
+                ViolationKind::InputSchemaChanged,
+                "/tools/0/inputSchema",
+                false
+            )]
+        );
     }
 
     #[test]

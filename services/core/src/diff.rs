@@ -20,6 +20,7 @@
 //! | `_meta` policy hint: values only removed | `policy_hint_changed` | reduction |
 //! | scope added to / removed from a tool's envelope | `scope_added` / `scope_removed` | escalation / reduction |
 //! | `securitySchemes` alternatives changed (same envelope): one added / only removed | `security_schemes_changed` | incompatible (escalation for a scheme type not judged) / reduction |
+//! | an `inputSchema` property gains an `x-mcp-header` (a new property carrying one, or one naming another header; SEP-2243, see [`crate::param_headers`]) | `mcp_header_added` | escalation |
 //! | `inputSchema`, `outputSchema`, prompt `arguments` changed | `input_schema_changed`, `output_schema_changed`, `prompt_arguments_changed` | incompatible |
 //! | `resolve` / `dynamicAnnotations`, description, title changed | `resolve_changed`, `dynamic_annotations_changed`, `description_changed`, `title_changed` | neutral |
 //! | card member changed (`remotes`, `repository`, ...; `version` ignored) | `card_field_changed` | neutral |
@@ -39,6 +40,7 @@ use crate::annotations::exceeds;
 use crate::card::{ServerCard, SignatureTool};
 use crate::digest::canonical_bytes;
 use crate::error::{pointer_index, pointer_push};
+use crate::param_headers;
 use crate::scope::tool_scopes;
 
 /// How a change affects what the server may do, from the least serious.
@@ -399,6 +401,29 @@ fn tool_changes(a: &SignatureTool, b: &SignatureTool, p: &str, out: &mut Out) {
     let schema_eq = |x: &Option<Value>, y: &Option<Value>| {
         x.as_ref().map(canonical_bytes) == y.as_ref().map(canonical_bytes)
     };
+    // Arguments mirrored into HTTP headers the old version kept in the
+    // body (SEP-2243): the rule `verify` applies to a listed schema too.
+    let headers = if schema_eq(&a.input_schema, &b.input_schema) {
+        Vec::new()
+    } else {
+        param_headers::added(a.input_schema.as_ref(), b.input_schema.as_ref())
+    };
+    let ip = pointer_push(p, "inputSchema");
+    for h in &headers {
+        out.push(
+            Class::Escalation,
+            "mcp_header_added",
+            format!("{ip}{}", h.pointer),
+            name,
+            format!(
+                "tool {name:?} now sends argument {:?} in HTTP header {}",
+                h.argument,
+                h.header()
+            ),
+            None,
+            Some(Value::String(h.header())),
+        );
+    }
     for (key, kind, x, y) in [
         (
             "inputSchema",
@@ -415,7 +440,9 @@ fn tool_changes(a: &SignatureTool, b: &SignatureTool, p: &str, out: &mut Out) {
     ] {
         if !schema_eq(x, y) {
             // `verify` flags a listed tool whose schema differs from the
-            // declared one (input_schema_changed, output_schema_changed).
+            // declared one (input_schema_changed, output_schema_changed);
+            // when that is less safe (a new header above), the escalation
+            // is `mcp_header_added`, not counted twice here.
             out.push(
                 violation_class(false),
                 kind,
@@ -683,6 +710,12 @@ mod tests {
                 tool(json!({"securitySchemes": [scheme(&["a", "b"])]})),
             ),
             (tool(json!({})), tool(json!({"description": "new words"}))),
+            (
+                tool(json!({"inputSchema": {"type": "object", "properties": {
+                    "region": {"type": "string"}}}})),
+                tool(json!({"inputSchema": {"type": "object", "properties": {
+                    "region": {"type": "string", "x-mcp-header": "Region"}}}})),
+            ),
         ];
         let mut flagged = 0;
         for (i, (old_tool, new_tool)) in cases.into_iter().enumerate() {
@@ -716,7 +749,64 @@ mod tests {
                 );
             }
         }
-        assert!(flagged >= 9, "the cases exercise verify: {flagged}");
+        assert!(flagged >= 10, "the cases exercise verify: {flagged}");
+    }
+
+    /// SEP-2243: an argument newly mirrored into an `Mcp-Param-*` header is
+    /// an escalation, whether an existing property gains the annotation, a
+    /// new property carries one or the annotation names another header;
+    /// dropping one is not.
+    #[test]
+    fn a_new_x_mcp_header_is_an_escalation() {
+        let with = |props: Value| {
+            let mut tool = t(json!({"readOnlyHint": true}));
+            tool["inputSchema"] = json!({"type": "object", "properties": props});
+            card(json!([tool]), Value::Null)
+        };
+        let plain = with(json!({"region": {"type": "string"}}));
+        let annotated = with(json!({"region": {"type": "string", "x-mcp-header": "Region"}}));
+        let d = diff(&plain, &annotated);
+        assert_eq!(
+            kinds(&d),
+            [
+                (Class::Escalation, "mcp_header_added"),
+                (Class::Incompatible, "input_schema_changed"),
+            ]
+        );
+        assert_eq!(d.classification, Class::Escalation);
+        let c = &d.changes[0];
+        assert_eq!(c.name, "t");
+        assert_eq!(
+            c.pointer,
+            "/signature/tools/0/inputSchema/properties/region"
+        );
+        assert_eq!(c.after, Some(json!("Mcp-Param-Region")));
+        assert!(c.message.contains("\"region\"") && c.message.contains("Mcp-Param-Region"));
+        // A new nested property that carries one.
+        let nested = with(
+            json!({"region": {"type": "string", "x-mcp-header": "Region"},
+            "options": {"type": "object", "properties": {
+                "limit": {"type": "integer", "x-mcp-header": "Limit"}}}}),
+        );
+        let d = diff(&annotated, &nested);
+        assert_eq!(kinds(&d)[0], (Class::Escalation, "mcp_header_added"));
+        assert_eq!(
+            d.changes[0].pointer,
+            "/signature/tools/0/inputSchema/properties/options/properties/limit"
+        );
+        // Another header name for the same argument.
+        let renamed = with(json!({"region": {"type": "string", "x-mcp-header": "Location"}}));
+        assert_eq!(diff(&annotated, &renamed).classification, Class::Escalation);
+        // The same name in another case, or the annotation dropped: no escalation.
+        let upper = with(json!({"region": {"type": "string", "x-mcp-header": "REGION"}}));
+        assert_eq!(
+            kinds(&diff(&annotated, &upper)),
+            [(Class::Incompatible, "input_schema_changed")]
+        );
+        assert_eq!(
+            kinds(&diff(&annotated, &plain)),
+            [(Class::Incompatible, "input_schema_changed")]
+        );
     }
 
     #[test]

@@ -12,6 +12,9 @@
 //! - [`contain`]: containment of runtime observations and enforcement
 //!   [`Mode`]s;
 //! - [`diff`]: capability diff between two versions;
+//! - [`param_headers`]: tool arguments mirrored into HTTP headers
+//!   (`x-mcp-header`, SEP-2243), the one rule `diff` and `contain` share
+//!   on them;
 //! - [`draft`]: draft cards from captured lists, and the merge of several
 //!   captures into one signature;
 //! - [`scope`]: the scope envelope of a signature, scope hierarchies and
@@ -42,6 +45,7 @@ pub mod ids;
 pub mod json;
 pub mod names;
 pub mod ops;
+pub mod param_headers;
 pub mod reduce;
 pub mod scope;
 pub mod uri_template;

@@ -20,8 +20,8 @@ fn limiter(max_buckets: usize) -> RateLimiter {
     };
     RateLimiter::new(
         Limits {
-            tenant: [r; 5],
-            principal: [r; 5],
+            tenant: [r; pinfold_http::ratelimit::CLASSES],
+            principal: [r; pinfold_http::ratelimit::CLASSES],
             max_buckets,
         },
         Clock::system(),

@@ -1,9 +1,10 @@
 //! Rate limits: token buckets per tenant and per principal, per route class.
 //!
-//! Every request admitted to a tenant (by [`crate::TenantScope`]) is charged
-//! one token from two buckets of its route's [`RouteClass`]: the tenant's
-//! and the caller's (issuer and subject together, so two issuers' `sub`s
-//! never share a bucket). Either empty → `429 rate_limited` with
+//! Every request admitted to a tenant (by [`crate::TenantScope`], or by the
+//! review console once a session is admitted) is charged one token from
+//! two buckets of its route's [`RouteClass`]: the tenant's and the caller's
+//! (issuer and subject together, so two issuers' `sub`s never share a
+//! bucket). Either empty → `429 rate_limited` with
 //! `Retry-After` in whole seconds, rounded up.
 //!
 //! A bucket is one number, its *theoretical arrival time* (the generic cell
@@ -38,6 +39,9 @@ use pinfold_core::ids::TenantId;
 /// Number of independently locked maps.
 pub const SHARDS: usize = 64;
 
+/// Number of route classes ([`RouteClass::ALL`]).
+pub const CLASSES: usize = 6;
+
 /// What a route does, for rate limiting.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum RouteClass {
@@ -51,16 +55,22 @@ pub enum RouteClass {
     Grants,
     /// Everything else: reads, reviews, status changes, policy.
     Reads,
+    /// The review console's pages and forms (`/console/t/{tenant}/...`,
+    /// charged once the session is admitted to its tenant): buckets of
+    /// their own, so a reviewer's browsing never spends the API's tokens,
+    /// nor the API's clients a reviewer's.
+    Console,
 }
 
 impl RouteClass {
     /// Every class.
-    pub const ALL: [RouteClass; 5] = [
+    pub const ALL: [RouteClass; CLASSES] = [
         RouteClass::Publish,
         RouteClass::Resolve,
         RouteClass::Plan,
         RouteClass::Grants,
         RouteClass::Reads,
+        RouteClass::Console,
     ];
 
     /// Its name in configuration, metrics and problem bodies.
@@ -71,6 +81,7 @@ impl RouteClass {
             RouteClass::Plan => "plan",
             RouteClass::Grants => "grants",
             RouteClass::Reads => "reads",
+            RouteClass::Console => "console",
         }
     }
 
@@ -132,9 +143,9 @@ impl Rate {
 #[derive(Debug, Clone)]
 pub struct Limits {
     /// Per tenant, indexed like [`RouteClass::ALL`].
-    pub tenant: [Rate; 5],
+    pub tenant: [Rate; CLASSES],
     /// Per principal, indexed like [`RouteClass::ALL`].
-    pub principal: [Rate; 5],
+    pub principal: [Rate; CLASSES],
     /// Most buckets kept at once (all shards together).
     pub max_buckets: usize,
 }
@@ -205,7 +216,7 @@ pub struct RateLimiter {
     hasher: std::hash::RandomState,
     shards: Box<[Shard]>,
     per_shard: usize,
-    refused: [[AtomicU64; 2]; 5],
+    refused: [[AtomicU64; 2]; CLASSES],
 }
 
 impl std::fmt::Debug for RateLimiter {
@@ -396,11 +407,11 @@ mod tests {
             burst,
         };
         Limits {
-            tenant: [r; 5],
+            tenant: [r; CLASSES],
             principal: [Rate {
                 per_second: rate * 100.0,
                 burst: burst * 100,
-            }; 5],
+            }; CLASSES],
             max_buckets,
         }
     }
@@ -430,12 +441,39 @@ mod tests {
     }
 
     #[test]
+    fn the_console_class_has_buckets_of_its_own() {
+        let mut lim = limits(1000.0, 1000, 1000);
+        lim.tenant[RouteClass::Console.index()] = Rate {
+            per_second: 1.0,
+            burst: 2,
+        };
+        let l = RateLimiter::new(lim, Clock::manual());
+        let t = TenantId::parse("acme").unwrap();
+        for _ in 0..2 {
+            l.check(&t, &who("a"), RouteClass::Console).unwrap();
+        }
+        let e = l.check(&t, &who("a"), RouteClass::Console).unwrap_err();
+        assert_eq!(
+            (e.class, e.scope),
+            (RouteClass::Console, LimitScope::Tenant)
+        );
+        assert_eq!(e.into_error().code, "rate_limited");
+        // The API's classes are untouched by the console's refusals.
+        for _ in 0..100 {
+            l.check(&t, &who("a"), RouteClass::Reads).unwrap();
+        }
+        assert_eq!(l.refused(RouteClass::Console, LimitScope::Tenant), 1);
+        assert_eq!(l.refused(RouteClass::Reads, LimitScope::Tenant), 0);
+        assert_eq!(RouteClass::ALL.map(RouteClass::index), [0, 1, 2, 3, 4, 5]);
+    }
+
+    #[test]
     fn a_refusal_by_the_tenant_does_not_charge_the_principal() {
         let mut lim = limits(1.0, 1, 1000);
         lim.principal = [Rate {
             per_second: 1.0,
             burst: 2,
-        }; 5];
+        }; CLASSES];
         let l = RateLimiter::new(lim, Clock::manual());
         let a = TenantId::parse("tenant-a").unwrap();
         let b = TenantId::parse("tenant-b").unwrap();
@@ -466,7 +504,7 @@ mod tests {
         lim.principal = [Rate {
             per_second: 1.0,
             burst: 1,
-        }; 5];
+        }; CLASSES];
         let l = RateLimiter::new(lim, Clock::manual());
         let t = TenantId::parse("acme").unwrap();
         let other = Principal::new("a", "https://other", None, &[Role::Reader], 0);

@@ -116,7 +116,8 @@ impl TenantScope {
     /// from a verified token some other way than this request's
     /// `Authorization` header: the review console, whose server-side
     /// session keeps the principal of the token it signed in with. Charges
-    /// no rate limit.
+    /// no rate limit (the console charges its own class, `console`, once
+    /// its session is admitted).
     pub fn admit(principal: Arc<Principal>, raw: &str) -> Result<TenantScope, ApiError> {
         let tenant = TenantId::parse(raw).map_err(|_| tenant_not_found())?;
         if !admits(&principal, &tenant) {

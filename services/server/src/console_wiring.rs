@@ -113,3 +113,28 @@ pub fn state(
         settings: setup.settings.clone(),
     }
 }
+
+/// Deletes expired console sessions of every tenant in the background, a
+/// batch at a time, every `every` (an expired session is refused at once
+/// whether or not its row is gone; the purge only keeps rows from
+/// outliving it when nobody of its tenant signs in again).
+pub fn spawn_session_purge(
+    store: &crate::store::Store,
+    every: Duration,
+) -> tokio::task::JoinHandle<()> {
+    let sessions = store.console();
+    crate::purge::spawn("expired console sessions", every, move |limit| {
+        let sessions = sessions.clone();
+        async move { sessions.purge_expired_console_sessions(now(), limit).await }
+    })
+}
+
+/// Milliseconds since the epoch, now.
+fn now() -> pinfold_core::ids::Timestamp {
+    pinfold_core::ids::Timestamp::from_millis(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+            .unwrap_or(0),
+    )
+}

@@ -1,5 +1,5 @@
 //! Background purges of rows whose time is over (ended resolve sessions,
-//! expired grant states): every replica runs them; each batch is one short
+//! expired grant states, expired console sessions): every replica runs them; each batch is one short
 //! transaction, and deleting what another replica already deleted is a
 //! no-op.
 

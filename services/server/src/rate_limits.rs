@@ -13,9 +13,13 @@
 //! | `plan` | `POST .../scopes/plan` |
 //! | `grants` | `GET`/`POST .../grants`, `POST .../grants/{grant}/exchange`, `GET`/`PUT .../providers/{provider}` |
 //! | `reads` | every other tenant route: reads, the `/t/{tenant}/v0.1` subregistry, verify, and the light writes (review, status, policy, guard routes) |
+//! | `console` | the review console's pages and forms of a signed-in session under `/console/t/{tenant}` (queue, version, review, status, audit, ledger, sign-out), charged by the console once the session is admitted |
 //!
 //! Routes without a tenant (`POST /v1/tenants`, the operational routes)
-//! are not limited.
+//! are not limited, nor are the console's sign-in routes (its tenant page,
+//! the sign-in forms, the provider's callback): no caller is known yet, and
+//! a tenant bucket charged by anonymous requests would let anyone lock a
+//! tenant's reviewers out.
 
 use axum::http::Method;
 use pinfold_http::ratelimit::RouteClass;
@@ -25,6 +29,9 @@ use pinfold_http::ratelimit::RouteClass;
 pub fn classify(method: &Method, template: &str) -> Option<RouteClass> {
     use RouteClass::{Grants, Plan, Publish, Reads, Resolve};
     const T: &str = "/v1/tenants/{tenant}";
+    if let Some(rest) = template.strip_prefix("/console/t/{tenant}") {
+        return console(method, rest);
+    }
     let rest = template.strip_prefix(T);
     let Some(rest) = rest else {
         return match template {
@@ -72,9 +79,54 @@ pub fn classify(method: &Method, template: &str) -> Option<RouteClass> {
     Some(class)
 }
 
+/// The console's routes of a signed-in session (`rest` follows
+/// `/console/t/{tenant}`).
+fn console(method: &Method, rest: &str) -> Option<RouteClass> {
+    const V: &str = "/servers/{server}/versions/{version}";
+    let page = matches!(rest, "/queue" | "/audit" | "/ledger" | V);
+    let form = rest == "/sign-out"
+        || rest
+            .strip_prefix(V)
+            .is_some_and(|r| matches!(r, "/review" | "/status"));
+    match method.as_str() {
+        "GET" | "HEAD" if page => Some(RouteClass::Console),
+        "POST" if form => Some(RouteClass::Console),
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_consoles_session_routes_are_console_and_its_sign_in_is_not_limited() {
+        let t = "/console/t/{tenant}";
+        let v = format!("{t}/servers/{{server}}/versions/{{version}}");
+        for (m, path) in [
+            (Method::GET, format!("{t}/queue")),
+            (Method::GET, format!("{t}/audit")),
+            (Method::GET, format!("{t}/ledger")),
+            (Method::GET, v.clone()),
+            (Method::HEAD, v.clone()),
+            (Method::POST, format!("{v}/review")),
+            (Method::POST, format!("{v}/status")),
+            (Method::POST, format!("{t}/sign-out")),
+        ] {
+            assert_eq!(classify(&m, &path), Some(RouteClass::Console), "{m} {path}");
+        }
+        for (m, path) in [
+            (Method::GET, t.to_owned()),
+            (Method::GET, format!("{t}/sign-in")),
+            (Method::POST, format!("{t}/sign-in/dev")),
+            (Method::POST, format!("{t}/sign-in/oidc")),
+            (Method::GET, "/console/callback".to_owned()),
+            (Method::GET, "/console".to_owned()),
+            (Method::GET, "/console/static/console.css".to_owned()),
+        ] {
+            assert_eq!(classify(&m, &path), None, "{m} {path}");
+        }
+    }
 
     #[test]
     fn every_tenant_operation_is_classified_and_no_other() {

@@ -235,6 +235,11 @@ pub async fn start(cfg: Config, listener: Option<TcpListener>) -> anyhow::Result
     crate::resolve_wiring::spawn_change_listener(&store, &registry, &resolve);
     let purge = crate::resolve_wiring::spawn_session_purge(&store, Duration::from_secs(600));
     let purge_states = crate::scope_wiring::spawn_state_purge(&store, Duration::from_secs(600));
+    // Expired console sessions go even when nobody of their tenant signs
+    // in again (run whether or not the console is served: rows of an
+    // earlier run still expire).
+    let purge_console =
+        crate::console_wiring::spawn_session_purge(&store, Duration::from_secs(600));
     let scrape_access = cfg.metrics.access()?;
     if scrape_access.is_open() && !listen.ip().is_loopback() {
         tracing::warn!(
@@ -320,6 +325,7 @@ pub async fn start(cfg: Config, listener: Option<TcpListener>) -> anyhow::Result
         };
         purge.abort();
         purge_states.abort();
+        purge_console.abort();
         store.close().await;
         result
     });

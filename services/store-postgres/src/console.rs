@@ -1,4 +1,6 @@
-//! The console's session store on PostgreSQL (every statement in a transaction bound to its tenant).
+//! The console's session store on PostgreSQL (every statement in a
+//! transaction bound to its tenant, the background purge's to the purge
+//! binding).
 
 use async_trait::async_trait;
 use pinfold_console::{ConsoleSession, ConsoleStore, ConsoleStoreError};
@@ -6,6 +8,7 @@ use pinfold_core::ids::{TenantId, Timestamp};
 use pinfold_store_rows::{ConsoleSessionDbRow, console_error as err};
 
 use crate::store::PgStore;
+use crate::tenant_tx::PURGE_MARKER;
 
 const COLUMNS: &str = "id_hash, subject, issuer, roles, created_at, expires_at";
 
@@ -86,5 +89,27 @@ impl ConsoleStore for PgStore {
                 .map_err(err)?;
         tx.commit().await.map_err(err)?;
         Ok(done.rows_affected())
+    }
+
+    async fn purge_expired_console_sessions(
+        &self,
+        before: Timestamp,
+        limit: u32,
+    ) -> Result<u64, ConsoleStoreError> {
+        // The purge binding (migration 0011): expired rows of every tenant,
+        // nothing else, as for resolve sessions and grant states.
+        let mut tx = self.bound_tx(PURGE_MARKER).await.map_err(err)?;
+        let n = sqlx::query(
+            "DELETE FROM console_sessions WHERE (tenant_id, id_hash) IN
+                (SELECT tenant_id, id_hash FROM console_sessions WHERE expires_at < $1 LIMIT $2)",
+        )
+        .bind(before.millis())
+        .bind(i64::from(limit))
+        .execute(&mut *tx)
+        .await
+        .map_err(err)?
+        .rows_affected();
+        tx.commit().await.map_err(err)?;
+        Ok(n)
     }
 }

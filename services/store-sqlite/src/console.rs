@@ -81,4 +81,24 @@ impl ConsoleStore for SqliteStore {
                 .map_err(err)?;
         Ok(done.rows_affected())
     }
+
+    async fn purge_expired_console_sessions(
+        &self,
+        before: Timestamp,
+        limit: u32,
+    ) -> Result<u64, ConsoleStoreError> {
+        let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await.map_err(err)?;
+        let n = sqlx::query(
+            "DELETE FROM console_sessions WHERE rowid IN
+                (SELECT rowid FROM console_sessions WHERE expires_at < ? LIMIT ?)",
+        )
+        .bind(before.millis())
+        .bind(i64::from(limit))
+        .execute(&mut *tx)
+        .await
+        .map_err(err)?
+        .rows_affected();
+        tx.commit().await.map_err(err)?;
+        Ok(n)
+    }
 }

@@ -249,6 +249,64 @@ async fn a_reviewer_sees_the_escalation_first_approves_and_sees_the_attestation(
     assert!(!audit.contains("carol"), "the actor filter: {audit}");
 }
 
+/// SEP-2243: a version whose tool now sends an argument in an
+/// `Mcp-Param-*` header (a property gaining `x-mcp-header`) shows it among
+/// the escalations at the top, the queue counts it, and the change's
+/// schema notes say which header.
+#[tokio::test]
+async fn a_new_x_mcp_header_is_shown_among_the_escalations_at_the_top() {
+    let app = TestApp::new().await;
+    publish(&app, "bob", &card("1.0.0", json!([read_tool()]))).await;
+    let r = app
+        .send(
+            "POST",
+            &format!("{}/review", api_path(&app, "1.0.0")),
+            Some(&app.as_roles("carol", &["reviewer"])),
+            Some(json!({"decision": "approve"})),
+        )
+        .await;
+    assert_eq!(r.status, 200);
+    let mut mirrored = read_tool();
+    mirrored["inputSchema"]["properties"]["path"]["x-mcp-header"] = json!("Path");
+    publish(&app, "bob", &card("1.1.0", json!([mirrored]))).await;
+    let mut b = Browser::new(&app);
+    b.sign_in("rita", "reviewer").await;
+    let (_, queue) = b.get(&format!("/console/t/{}/queue", app.tenant)).await;
+    assert!(
+        queue.contains("<span class=\"chip danger\">1</span>"),
+        "one escalation in the queue: {queue}"
+    );
+    let (status, page) = b.get(&page_path(&app, "1.1.0")).await;
+    assert_eq!(status, 200, "{page}");
+    let esc = page.find("class=\"escalations\"").expect("escalations");
+    assert!(esc < page.find("id=\"tools\"").unwrap());
+    let list = &page[esc..esc + page[esc..].find("</ol>").unwrap()];
+    assert!(
+        list.contains("<code>read_file</code> tool &quot;read_file&quot; now sends argument &quot;path&quot; in HTTP header Mcp-Param-Path"),
+        "{list}"
+    );
+    assert_eq!(list.matches("<li>").count(), 1, "{list}");
+    assert!(
+        page.contains("path: now sent in HTTP header Mcp-Param-Path"),
+        "the schema note: {page}"
+    );
+    // The API's diff says the same: one rule.
+    let r = app
+        .get(
+            &format!(
+                "/v1/tenants/{}/servers/{}/diff?from=1.0.0&to=1.1.0",
+                app.tenant,
+                enc(SERVER)
+            ),
+            &app.admin(),
+        )
+        .await;
+    let diff = r.json();
+    assert_eq!(diff["classification"], "escalation");
+    assert_eq!(diff["changes"][0]["kind"], "mcp_header_added");
+    assert_eq!(diff["changes"][0]["class"], "escalation");
+}
+
 #[tokio::test]
 async fn the_publisher_has_no_approve_button_and_a_forged_approve_is_refused() {
     let app = TestApp::new().await;
@@ -735,4 +793,160 @@ fn read_tool_named(name: &str) -> Value {
     let mut t = read_tool();
     t["name"] = json!(name);
     t
+}
+
+/// The hashes of every console session row of `tenant`, expired or not,
+/// read past the store (as the owner on PostgreSQL).
+async fn session_rows(app: &TestApp, tenant: &str) -> Vec<String> {
+    match &app.store {
+        pinfold_server::store::Store::Sqlite(s) => sqlx::query_scalar(
+            "SELECT id_hash FROM console_sessions WHERE tenant_id = ? ORDER BY id_hash",
+        )
+        .bind(tenant)
+        .fetch_all(s.pool())
+        .await
+        .unwrap(),
+        pinfold_server::store::Store::Postgres(_) => sqlx::query_scalar(
+            "SELECT id_hash FROM console_sessions WHERE tenant_id = $1 ORDER BY id_hash",
+        )
+        .bind(tenant)
+        .fetch_all(&app.owner_pool().await.unwrap())
+        .await
+        .unwrap(),
+    }
+}
+
+/// The server's background purge deletes expired console sessions of every
+/// tenant without anyone signing in (on PostgreSQL as the runtime role,
+/// under the purge binding row-level security admits), and leaves live
+/// ones.
+#[tokio::test]
+async fn expired_console_sessions_are_purged_without_a_sign_in() {
+    let app = TestApp::new().await;
+    let other = app.new_tenant().await;
+    let sessions = app.store.console();
+    let at = |ms: i64| pinfold_core::ids::Timestamp::from_millis(ms);
+    let now_ms = i64::try_from(now()).unwrap() * 1000;
+    let session = |hash: char, expires: i64| pinfold_console::ConsoleSession {
+        id_hash: std::iter::repeat_n(hash, 64).collect(),
+        subject: "rita".into(),
+        issuer: "https://issuer.test".into(),
+        roles: "reviewer".into(),
+        created_at: at(now_ms - 7_200_000),
+        expires_at: at(expires),
+    };
+    let (expired, live, elsewhere) = (
+        session('a', now_ms - 60_000),
+        session('b', now_ms + 3_600_000),
+        session('c', now_ms - 1),
+    );
+    for (tenant, s) in [
+        (&app.tenant, &expired),
+        (&app.tenant, &live),
+        (&other, &elsewhere),
+    ] {
+        sessions.insert_console_session(tenant, s).await.unwrap();
+    }
+    assert_eq!(
+        session_rows(&app, app.tenant.as_str()).await,
+        [expired.id_hash.clone(), live.id_hash.clone()]
+    );
+    assert_eq!(session_rows(&app, other.as_str()).await.len(), 1);
+    let purge = pinfold_server::console_wiring::spawn_session_purge(
+        &app.store,
+        std::time::Duration::from_millis(50),
+    );
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let mine = session_rows(&app, app.tenant.as_str()).await;
+        let theirs = session_rows(&app, other.as_str()).await;
+        if mine == [live.id_hash.clone()] && theirs.is_empty() {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "not purged: {mine:?} {theirs:?}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    purge.abort();
+    // The live session still opens.
+    assert!(
+        sessions
+            .console_session(&app.tenant, &live.id_hash, at(now_ms))
+            .await
+            .unwrap()
+            .is_some()
+    );
+}
+
+/// The console's requests are charged to a rate-limit class of their own
+/// (`console`): past its burst a page or form answers 429 with
+/// `Retry-After` and does nothing, while the API's `reads` keep their own
+/// tokens, and the other way round.
+#[tokio::test]
+async fn console_requests_have_a_rate_limit_class_that_does_not_eat_the_apis() {
+    let app = TestApp::build(test_issuers(), |c| {
+        c.rate_limits.enabled = true;
+        let tight = |tenant_burst| pinfold_server::config::ClassLimits {
+            tenant_rate: 1.0,
+            tenant_burst,
+            principal_rate: 1.0,
+            principal_burst: 100,
+        };
+        c.rate_limits.console = tight(3);
+        c.rate_limits.reads = tight(3);
+    })
+    .await;
+    let limiter = app.rate_limiter.clone().expect("limits are on");
+    // Published and approved through the API (publish has its own class;
+    // the review is `reads`).
+    pending_escalation(&app).await;
+    let mut b = Browser::new(&app);
+    // Signing in is not charged: no caller is known yet.
+    b.sign_in("rita", "reviewer").await;
+    let queue = format!("/console/t/{}/queue", app.tenant);
+    let mut csrf = String::new();
+    for i in 0..3 {
+        let (status, html) = b.get(&queue).await;
+        assert_eq!(status, 200, "request {i}: {html}");
+        csrf = field(&html, "csrf");
+    }
+    let r = b.request("GET", &queue, None).await;
+    assert_eq!(r.status, 429);
+    assert_eq!(r.header("retry-after").as_deref(), Some("1"));
+    assert!(String::from_utf8_lossy(&r.bytes).contains("rate limit is reached"));
+    // A form over the limit changes nothing.
+    let r = b
+        .post(
+            &format!("{}/review", page_path(&app, "1.1.0")),
+            &[("csrf", &csrf), ("decision", "approve")],
+        )
+        .await;
+    assert_eq!(r.status, 429);
+    // The API's reads are untouched by the console's refusals: of their 3
+    // tokens, one went to the review above, one goes to this status read
+    // and one to the first listing.
+    assert_eq!(status_of(&app, "1.1.0").await, "pending");
+    let servers = format!("/v1/tenants/{}/servers", app.tenant);
+    assert_eq!(app.get(&servers, &app.admin()).await.status, 200);
+    let body = app
+        .get(&servers, &app.admin())
+        .await
+        .problem(429, "rate_limited");
+    assert_eq!(body["class"], "reads");
+    // Once a second has passed each class has one token again: the API's
+    // exhaustion did not spend the console's.
+    limiter.clock().advance(std::time::Duration::from_secs(1));
+    let (status, _) = b.get(&queue).await;
+    assert_eq!(status, 200);
+    assert_eq!(b.request("GET", &queue, None).await.status, 429);
+    assert_eq!(app.get(&servers, &app.admin()).await.status, 200);
+    let r = app.send("GET", "/metrics", None, None).await;
+    let text = String::from_utf8(r.bytes).unwrap();
+    assert!(
+        text.contains("pinfold_rate_limited_total{class=\"console\",scope=\"tenant\"} 3"),
+        "{text}"
+    );
+    assert!(text.contains("pinfold_rate_limited_total{class=\"reads\",scope=\"tenant\"} 1"));
 }

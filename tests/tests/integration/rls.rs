@@ -124,8 +124,10 @@ async fn every_tenant_table_forces_row_level_security_and_the_runtime_role_canno
     .await
     .unwrap();
     for (table, name, cmd, qual) in &others {
-        let purge = matches!(table.as_str(), "resolve_sessions" | "scope_grant_states")
-            && name.starts_with("maintenance_purge_")
+        let purge = matches!(
+            table.as_str(),
+            "resolve_sessions" | "scope_grant_states" | "console_sessions"
+        ) && name.starts_with("maintenance_purge_")
             && matches!(cmd.as_str(), "r" | "d")
             && qual.contains("'maintenance:purge'")
             && qual.contains("expires_at <");

@@ -6,12 +6,14 @@
 use std::sync::Arc;
 
 use axum::Form;
-use axum::extract::{Path, Query, State};
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::extract::{FromRequestParts, Path, Query, State};
+use axum::http::request::Parts;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::Response;
 use pinfold_core::ids::{TenantId, Timestamp};
 use pinfold_http::TenantScope;
 use pinfold_http::auth::{Principal, Role};
+use pinfold_http::ratelimit::{Charge, Limited};
 use serde::Deserialize;
 
 use super::respond::{html, not_found, refusal, see_other};
@@ -62,12 +64,47 @@ fn cookie_header(headers: &HeaderMap) -> Option<&str> {
     headers.get(header::COOKIE).and_then(|v| v.to_str().ok())
 }
 
+/// The rate-limit charge the server's edge attached to this request (the
+/// `console` class of its route), taken by [`signed_in`] once the session
+/// is admitted to its tenant, as `TenantScope` does for the API: a request
+/// without a session, or of another tenant, charges nothing.
+pub struct Charged(Option<Charge>);
+
+impl<S: Send + Sync> FromRequestParts<S> for Charged {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
+        Ok(Charged(parts.extensions.remove::<Charge>()))
+    }
+}
+
+/// The page of a request over its rate limit: `429` with `Retry-After`;
+/// nothing was done.
+fn limited_page(shell: &Shell<'_>, limited: Limited) -> Response {
+    let secs = limited.retry_after_secs();
+    let mut resp = refusal(
+        shell,
+        StatusCode::TOO_MANY_REQUESTS,
+        "Too many requests",
+        &format!(
+            "The console's {} rate limit is reached; nothing was done. Try again in {secs} s.",
+            limited.scope.name()
+        ),
+    );
+    resp.headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from(secs));
+    resp
+}
+
 /// The signed-in session of this request for the tenant `raw`: a GET
 /// without one is sent to the sign-in page, a POST refused; a session of
 /// another tenant answers 404, as the API does for another tenant's token.
+/// An admitted request is charged to the rate limiter (`charge`); over its
+/// limit it answers `429` and the handler does nothing.
 pub async fn signed_in(
     st: &ConsoleState,
     headers: &HeaderMap,
+    charge: Charged,
     raw: &str,
     post: bool,
 ) -> Result<Signed, Response> {
@@ -129,12 +166,25 @@ pub async fn signed_in(
     let scope = TenantScope::admit(session.principal(&tenant), tenant.as_str())
         .map_err(|_| not_found(tenant.as_str()))?;
     let roles = session.roles_text();
-    Ok(Signed {
+    let signed = Signed {
         scope,
         csrf: csrf_token(secret),
         session,
         roles,
-    })
+    };
+    if let Charged(Some(charge)) = charge
+        && let Err(limited) = charge.limiter.check(
+            signed.scope.tenant(),
+            signed.scope.principal(),
+            charge.class,
+        )
+    {
+        return Err(limited_page(
+            &signed.shell("Too many requests", Nav::Other),
+            limited,
+        ));
+    }
+    Ok(signed)
 }
 
 /// The refusal of a form whose CSRF token is not this session's (403:
@@ -382,10 +432,11 @@ pub struct CsrfForm {
 pub async fn sign_out(
     State(st): State<ConsoleState>,
     Path(tenant): Path<String>,
+    charge: Charged,
     headers: HeaderMap,
     Form(form): Form<CsrfForm>,
 ) -> Response {
-    let signed = match signed_in(&st, &headers, &tenant, true).await {
+    let signed = match signed_in(&st, &headers, charge, &tenant, true).await {
         Ok(s) => s,
         Err(r) => return r,
     };

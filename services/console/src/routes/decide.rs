@@ -12,7 +12,7 @@ use pinfold_registry::model::{Action, Decision};
 use pinfold_registry::service::{review as review_version, set_status};
 use serde::Deserialize;
 
-use super::auth::{csrf_refusal, signed_in};
+use super::auth::{Charged, csrf_refusal, signed_in};
 use super::respond::{refusal, see_other, service_error};
 use crate::render::layout::{Nav, version_href};
 use crate::state::ConsoleState;
@@ -35,10 +35,11 @@ pub struct ReviewForm {
 pub async fn review(
     State(st): State<ConsoleState>,
     Path((tenant, server, version)): Path<(String, String, String)>,
+    charge: Charged,
     headers: HeaderMap,
     Form(form): Form<ReviewForm>,
 ) -> Response {
-    let signed = match signed_in(&st, &headers, &tenant, true).await {
+    let signed = match signed_in(&st, &headers, charge, &tenant, true).await {
         Ok(s) => s,
         Err(r) => return r,
     };
@@ -106,10 +107,11 @@ pub struct StatusForm {
 pub async fn status(
     State(st): State<ConsoleState>,
     Path((tenant, server, version)): Path<(String, String, String)>,
+    charge: Charged,
     headers: HeaderMap,
     Form(form): Form<StatusForm>,
 ) -> Response {
-    let signed = match signed_in(&st, &headers, &tenant, true).await {
+    let signed = match signed_in(&st, &headers, charge, &tenant, true).await {
         Ok(s) => s,
         Err(r) => return r,
     };

@@ -22,7 +22,7 @@ use pinfold_scope::model::GrantView;
 use pinfold_tenancy::AuditFilter;
 use serde::Deserialize;
 
-use super::auth::{Signed, signed_in};
+use super::auth::{Charged, Signed, signed_in};
 use super::respond::{html, see_other, service_error};
 use crate::analysis::{compare, first_headline};
 use crate::render::audit::{AuditFilters, AuditRow, audit_page};
@@ -65,9 +65,10 @@ pub async fn queue(
     State(st): State<ConsoleState>,
     Path(tenant): Path<String>,
     Query(q): Query<PageQuery>,
+    charge: Charged,
     headers: HeaderMap,
 ) -> Response {
-    let signed = match signed_in(&st, &headers, &tenant, false).await {
+    let signed = match signed_in(&st, &headers, charge, &tenant, false).await {
         Ok(s) => s,
         Err(r) => return r,
     };
@@ -231,9 +232,10 @@ pub async fn version(
     State(st): State<ConsoleState>,
     Path((tenant, server, version)): Path<(String, String, String)>,
     Query(q): Query<VersionQuery>,
+    charge: Charged,
     headers: HeaderMap,
 ) -> Response {
-    let signed = match signed_in(&st, &headers, &tenant, false).await {
+    let signed = match signed_in(&st, &headers, charge, &tenant, false).await {
         Ok(s) => s,
         Err(r) => return r,
     };
@@ -390,9 +392,10 @@ pub async fn audit(
     State(st): State<ConsoleState>,
     Path(tenant): Path<String>,
     Query(q): Query<AuditQuery>,
+    charge: Charged,
     headers: HeaderMap,
 ) -> Response {
-    let signed = match signed_in(&st, &headers, &tenant, false).await {
+    let signed = match signed_in(&st, &headers, charge, &tenant, false).await {
         Ok(s) => s,
         Err(r) => return r,
     };
@@ -489,9 +492,10 @@ pub async fn ledger(
     State(st): State<ConsoleState>,
     Path(tenant): Path<String>,
     Query(q): Query<PageQuery>,
+    charge: Charged,
     headers: HeaderMap,
 ) -> Response {
-    let signed = match signed_in(&st, &headers, &tenant, false).await {
+    let signed = match signed_in(&st, &headers, charge, &tenant, false).await {
         Ok(s) => s,
         Err(r) => return r,
     };

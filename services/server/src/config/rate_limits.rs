@@ -57,6 +57,9 @@ pub struct RateLimitSettings {
     pub grants: ClassLimits,
     /// Every other tenant route.
     pub reads: ClassLimits,
+    /// The review console's pages and forms of a signed-in session
+    /// (`/console/t/{tenant}/...`; sign-in itself is not charged).
+    pub console: ClassLimits,
 }
 
 impl Default for RateLimitSettings {
@@ -69,13 +72,17 @@ impl Default for RateLimitSettings {
             plan: ClassLimits::new(50.0, 100, 20.0, 50),
             grants: ClassLimits::new(20.0, 50, 5.0, 20),
             reads: ClassLimits::new(1000.0, 2000, 500.0, 1000),
+            console: ClassLimits::new(50.0, 200, 5.0, 60),
         }
     }
 }
 
 impl RateLimitSettings {
     /// Each class with its limits, in [`pinfold_http::ratelimit::RouteClass::ALL`] order.
-    pub fn classes(&self) -> [(pinfold_http::ratelimit::RouteClass, ClassLimits); 5] {
+    pub fn classes(
+        &self,
+    ) -> [(pinfold_http::ratelimit::RouteClass, ClassLimits); pinfold_http::ratelimit::CLASSES]
+    {
         use pinfold_http::ratelimit::RouteClass as C;
         [
             (C::Publish, self.publish),
@@ -83,6 +90,7 @@ impl RateLimitSettings {
             (C::Plan, self.plan),
             (C::Grants, self.grants),
             (C::Reads, self.reads),
+            (C::Console, self.console),
         ]
     }
 
