@@ -54,7 +54,7 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::body::Bytes;
-use axum::extract::{Path, State};
+use axum::extract::{FromRequest, Path, Request, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
@@ -73,7 +73,7 @@ use admission::admit;
 use forward::{discover, forward, initialize, pass_back};
 use live::LiveRoute;
 use lookup::{live, outbound};
-use protocol::{advertises_extension, check_modern_headers, header_str, is_modern, passed};
+use protocol::{Head, check_modern_headers, header_str, passed};
 use rpc::transport_error;
 use session::ClientSession;
 use source::{Approved, Resolver};
@@ -206,66 +206,92 @@ struct Call {
     live: Arc<LiveRoute>,
     /// The upstream's session (2025-11-25), from the client's sealed id.
     upstream_session: Option<String>,
-    extension: bool,
-    modern: bool,
     pass: HeaderMap,
 }
 
+/// Why a body that is not a message the endpoint can read is refused:
+/// not JSON (`-32700`), a batch, or not a JSON-RPC message (`-32600`).
+fn unreadable(body: &[u8]) -> Response {
+    match serde_json::from_slice::<Value>(body) {
+        Err(_) => transport_error(
+            StatusCode::BAD_REQUEST,
+            -32700,
+            "Parse error: the body is not JSON",
+        ),
+        Ok(v) if v.is_array() => transport_error(
+            StatusCode::BAD_REQUEST,
+            -32600,
+            "Invalid Request: batches are not part of this protocol revision; send one message per request",
+        ),
+        Ok(v) if v.is_object() => transport_error(
+            StatusCode::BAD_REQUEST,
+            -32600,
+            "Invalid Request: a member of the message has the wrong type",
+        ),
+        Ok(_) => transport_error(
+            StatusCode::BAD_REQUEST,
+            -32600,
+            "Invalid Request: not a JSON-RPC message",
+        ),
+    }
+}
+
 /// `POST`: one JSON-RPC message from the client.
+///
+/// The message is read in two steps: its head (method, id, name, the
+/// per-request `_meta` the endpoint decides on) without building a tree,
+/// which is all a `tools/list` needs; the whole message only for what is
+/// forwarded or checked member by member.
 async fn post_mcp(
     State(st): State<EndpointState>,
     Path((tenant, server)): Path<(String, String)>,
-    headers: HeaderMap,
     auth: Result<Auth, ApiError>,
-    body: Bytes,
+    req: Request,
 ) -> Response {
+    // The headers are taken, not copied; the body is read under the
+    // server's body limit.
+    let (mut parts, body) = req.into_parts();
+    let headers = std::mem::take(&mut parts.headers);
+    let body = match Bytes::from_request(Request::from_parts(parts, body), &()).await {
+        Ok(b) => b,
+        Err(rejection) => return rejection.into_response(),
+    };
     let (tenant, principal) = match admit(&st, &headers, auth, &tenant, &server) {
         Ok(a) => a,
         Err(r) => return r,
     };
-    let msg: Value = match serde_json::from_slice(&body) {
-        Ok(v) => v,
-        Err(_) => {
-            return transport_error(
-                StatusCode::BAD_REQUEST,
-                -32700,
-                "Parse error: the body is not JSON",
-            );
-        }
+    let head: Head<'_> = match serde_json::from_slice(&body) {
+        Ok(h) => h,
+        Err(_) => return unreadable(&body),
     };
-    if msg.is_array() {
+    if !head.id_is_valid() {
         return transport_error(
             StatusCode::BAD_REQUEST,
             -32600,
-            "Invalid Request: batches are not part of this protocol revision; send one message per request",
-        );
-    }
-    if !msg.is_object() {
-        return transport_error(
-            StatusCode::BAD_REQUEST,
-            -32600,
-            "Invalid Request: not a JSON-RPC message",
+            "Invalid Request: an id is a string, a number or null",
         );
     }
     let live = match live(&st, &tenant, &server).await {
         Ok(l) => l,
         Err(r) => return r,
     };
-    let method = msg.get("method").and_then(Value::as_str).map(str::to_owned);
-    let id = msg.get("id").cloned();
-    let pass = passed(&headers);
-    let modern = is_modern(&msg);
-    if modern && let Err(why) = check_modern_headers(&headers, &msg) {
+    let modern = head.is_modern();
+    if modern && let Err(why) = check_modern_headers(&headers, &head) {
         return transport_error(
             StatusCode::BAD_REQUEST,
             -32600,
             &format!("Invalid Request: {why}"),
         );
     }
-    if method.as_deref() == Some("initialize") {
-        return initialize(&st, &tenant, &principal, &live, msg, pass).await;
-    }
-    if method.as_deref() == Some("server/discover") {
+    let method = head.method.as_deref();
+    if matches!(method, Some("initialize" | "server/discover")) {
+        let Ok(msg) = serde_json::from_slice::<Value>(&body) else {
+            return unreadable(&body);
+        };
+        let pass = passed(&headers);
+        if method == Some("initialize") {
+            return initialize(&st, &tenant, &principal, &live, msg, pass).await;
+        }
         return discover(&st, &live, msg, pass).await;
     }
     let session_id = header_str(&headers, &SESSION_HEADER);
@@ -282,12 +308,7 @@ async fn post_mcp(
                 );
             }
         },
-        None if modern => (
-            None,
-            advertises_extension(
-                msg.pointer("/params/_meta/io.modelcontextprotocol~1clientCapabilities"),
-            ),
-        ),
+        None if modern => (None, head.advertises_extension()),
         None => {
             return transport_error(
                 StatusCode::BAD_REQUEST,
@@ -296,13 +317,22 @@ async fn post_mcp(
             );
         }
     };
+    if method == Some("tools/list")
+        && let Some(id) = head.id
+    {
+        return served_list(&st, &live, extension, modern, id).await;
+    }
+    let Ok(msg) = serde_json::from_slice::<Value>(&body) else {
+        return unreadable(&body);
+    };
+    let method = method.map(str::to_owned);
+    let id = msg.get("id").cloned();
+    let pass = passed(&headers);
     let call = Call {
         tenant,
         body: Some(body),
         live,
         upstream_session,
-        extension,
-        modern,
         pass,
     };
     let (Some(method), Some(id)) = (method, id) else {
@@ -311,7 +341,6 @@ async fn post_mcp(
         return forward(&st, &call, &msg, None).await;
     };
     match method.as_str() {
-        "tools/list" => served_list(&st, &call, &id).await,
         "tools/call" => tools_call(&st, &call, &id, &msg).await,
         "tools/resolve" | "tools/annotations" => resolve_for_client(&st, &call, &id, &msg).await,
         "prompts/get" => {
@@ -364,8 +393,6 @@ async fn session_call(
             body: None,
             live,
             upstream_session: s.upstream,
-            extension: s.extension,
-            modern: false,
             pass: passed(headers),
         }),
         _ => Err(transport_error(

@@ -2,8 +2,12 @@
 //! the 2026-07-28 header checks, the revision and extension a request
 //! names, and the errors the guard answers in its own name.
 
+use std::borrow::Cow;
+
 use axum::http::HeaderMap;
 use pinfold_core::guard::{self, NOT_READY, UPSTREAM_UNAVAILABLE};
+use serde::Deserialize;
+use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
 use super::live::ReviewState;
@@ -36,29 +40,102 @@ pub(super) fn header_str<'a>(
     headers.get(name).and_then(|v| v.to_str().ok())
 }
 
+/// What the endpoint reads of a client's message before deciding what to
+/// do with it, borrowed from the body: no tree is built, and a `tools/list`
+/// is answered from this alone. A member of the wrong type makes the whole
+/// message invalid (`-32600`), as it would be to the upstream.
+#[derive(Debug, Deserialize)]
+pub(super) struct Head<'a> {
+    #[serde(borrow, default)]
+    pub method: Option<Cow<'a, str>>,
+    /// The id as sent (a JSON-RPC id is a string, a number or `null`).
+    #[serde(borrow, default)]
+    pub id: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    pub params: Option<HeadParams<'a>>,
+}
+
+/// The members of `params` the endpoint decides on.
+#[derive(Debug, Default, Deserialize)]
+pub(super) struct HeadParams<'a> {
+    #[serde(borrow, default)]
+    pub name: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    pub uri: Option<Cow<'a, str>>,
+    #[serde(borrow, default, rename = "_meta")]
+    pub meta: Option<HeadMeta<'a>>,
+}
+
+/// The 2026-07-28 per-request `_meta` members the endpoint reads.
+#[derive(Debug, Default, Deserialize)]
+pub(super) struct HeadMeta<'a> {
+    #[serde(borrow, default, rename = "io.modelcontextprotocol/protocolVersion")]
+    pub protocol_version: Option<Cow<'a, str>>,
+    #[serde(default, rename = "io.modelcontextprotocol/clientCapabilities")]
+    pub client_capabilities: Option<Capabilities>,
+}
+
+/// The client capabilities a request names: only whether it advertises the
+/// tool-resolution extension matters here.
+#[derive(Debug, Default, Deserialize)]
+pub(super) struct Capabilities {
+    #[serde(default)]
+    extensions: Option<serde_json::Map<String, Value>>,
+}
+
+impl Head<'_> {
+    fn meta(&self) -> Option<&HeadMeta<'_>> {
+        self.params.as_ref()?.meta.as_ref()
+    }
+
+    /// Whether the id is one JSON-RPC allows.
+    pub fn id_is_valid(&self) -> bool {
+        self.id.is_none_or(|raw| {
+            matches!(
+                raw.get().as_bytes().first(),
+                Some(b'"' | b'-' | b'0'..=b'9' | b'n')
+            )
+        })
+    }
+
+    /// Whether the request is a 2026-07-28 one (its `_meta` names the
+    /// version).
+    pub fn is_modern(&self) -> bool {
+        self.meta().and_then(|m| m.protocol_version.as_deref()) == Some(super::live::MODERN_VERSION)
+    }
+
+    /// Whether the request's own capabilities advertise tool resolution.
+    pub fn advertises_extension(&self) -> bool {
+        self.meta()
+            .and_then(|m| m.client_capabilities.as_ref())
+            .and_then(|c| c.extensions.as_ref())
+            .is_some_and(|e| e.contains_key(guard::TOOL_RESOLUTION))
+    }
+
+    /// The tool or prompt name, else the resource URI, the request names.
+    pub fn name(&self) -> Option<&str> {
+        let p = self.params.as_ref()?;
+        p.name.as_deref().or(p.uri.as_deref())
+    }
+}
+
 /// The 2026-07-28 request headers must say what the body says.
-pub(super) fn check_modern_headers(headers: &HeaderMap, msg: &Value) -> Result<(), String> {
-    let method = msg.get("method").and_then(Value::as_str);
-    if let (Some(h), Some(m)) = (header_str(headers, &METHOD_HEADER), method)
+pub(super) fn check_modern_headers(headers: &HeaderMap, head: &Head<'_>) -> Result<(), String> {
+    if let (Some(h), Some(m)) = (header_str(headers, &METHOD_HEADER), head.method.as_deref())
         && h != m
     {
         return Err(format!(
             "Mcp-Method {h:?} does not match the body's method {m:?}"
         ));
     }
-    if let Some(h) = header_str(headers, &NAME_HEADER) {
-        let name = msg
-            .pointer("/params/name")
-            .or_else(|| msg.pointer("/params/uri"))
-            .and_then(Value::as_str);
-        if name != Some(h) {
-            return Err(format!("Mcp-Name {h:?} does not match the body"));
-        }
+    if let Some(h) = header_str(headers, &NAME_HEADER)
+        && head.name() != Some(h)
+    {
+        return Err(format!("Mcp-Name {h:?} does not match the body"));
     }
     if let (Some(h), Some(v)) = (
         header_str(headers, &PROTOCOL_HEADER),
-        msg.pointer("/params/_meta/io.modelcontextprotocol~1protocolVersion")
-            .and_then(Value::as_str),
+        head.meta().and_then(|m| m.protocol_version.as_deref()),
     ) && h != v
     {
         return Err(format!(
@@ -66,13 +143,6 @@ pub(super) fn check_modern_headers(headers: &HeaderMap, msg: &Value) -> Result<(
         ));
     }
     Ok(())
-}
-
-/// Whether a request is a 2026-07-28 one (its `_meta` names the version).
-pub(super) fn is_modern(msg: &Value) -> bool {
-    msg.pointer("/params/_meta/io.modelcontextprotocol~1protocolVersion")
-        .and_then(Value::as_str)
-        == Some(super::live::MODERN_VERSION)
 }
 
 pub(super) fn advertises_extension(caps: Option<&Value>) -> bool {

@@ -8,6 +8,7 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use pinfold_core::annotations::Annotations;
 use pinfold_core::guard::{self, CallsPolicy, Standing};
+use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
 use super::rpc::{
@@ -16,6 +17,7 @@ use super::rpc::{
 use super::upstream::{Exchange, UpstreamError};
 
 use super::forward::forward;
+use super::live::LiveRoute;
 use super::lookup::outbound;
 use super::protocol::{unavailable, upstream_failed};
 use super::source::CallToResolve;
@@ -23,15 +25,21 @@ use super::{Call, EndpointState};
 
 /// `tools/list`: the reviewed view, never the upstream's own answer. The
 /// result is rendered once per review and view; only the envelope with
-/// this request's id is written here.
-pub(super) async fn served_list(st: &EndpointState, call: &Call, id: &Value) -> Response {
-    match call.live.review(st.0.config.review_wait).await {
+/// this request's id (as the client wrote it) is written here.
+pub(super) async fn served_list(
+    st: &EndpointState,
+    live: &LiveRoute,
+    extension: bool,
+    modern: bool,
+    id: &RawValue,
+) -> Response {
+    match live.review(st.0.config.review_wait).await {
         Ok(review) => {
-            let rendered = call.live.list_bytes(&review, call.extension, call.modern);
-            let id = serde_json::to_vec(id).unwrap_or_else(|_| b"null".to_vec());
+            let rendered = live.list_bytes(&review, extension, modern);
+            let id = id.get().as_bytes();
             let mut out = Vec::with_capacity(rendered.len() + id.len() + 40);
             out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
-            out.extend_from_slice(&id);
+            out.extend_from_slice(id);
             out.extend_from_slice(b",\"result\":");
             out.extend_from_slice(&rendered);
             out.push(b'}');
@@ -47,7 +55,10 @@ pub(super) async fn served_list(st: &EndpointState, call: &Call, id: &Value) -> 
                 .insert(pinfold_http::problem::NotAProblem);
             resp
         }
-        Err(state) => json_response(StatusCode::OK, &unavailable(id, &state)),
+        Err(state) => {
+            let id: Value = serde_json::from_str(id.get()).unwrap_or(Value::Null);
+            json_response(StatusCode::OK, &unavailable(&id, &state))
+        }
     }
 }
 
