@@ -405,8 +405,6 @@ fn app_router(
     let keyring = Arc::new(keyring);
     let registry =
         pinfold_server::registry_wiring::registry_state(store, keyring.clone(), cfg.limits.clone());
-    let guard =
-        pinfold_server::guard_wiring::guard_state(store, &registry, keyring.clone(), egress);
     let policies = pinfold_server::policy_cache::PolicyCache::new(store.tenants());
     let resolve = pinfold_server::resolve_wiring::resolve_state(
         store,
@@ -423,6 +421,13 @@ fn app_router(
         egress,
         &policies,
         &resolve,
+    );
+    let guard = pinfold_server::guard_wiring::guard_state(
+        store,
+        &registry,
+        keyring.clone(),
+        egress,
+        &guard_endpoint,
     );
     let scope = pinfold_server::scope_wiring::scope_state(store, &registry, keyring, egress);
     pinfold_server::resolve_wiring::spawn_change_listener(store, &registry, &resolve);

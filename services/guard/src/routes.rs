@@ -512,6 +512,9 @@ pub async fn put_guard_route(
         .put_route(tenant, &route, expected, &event)
         .await
         .map_err(store_error)?;
+    if let Some(endpoint) = &st.endpoint {
+        endpoint.forget(tenant, &stored.server);
+    }
     let status = if stored.revision == 1 {
         StatusCode::CREATED
     } else {
@@ -576,6 +579,9 @@ pub async fn delete_guard_route(
         .await
         .map_err(store_error)?
     {
+        if let Some(endpoint) = &st.endpoint {
+            endpoint.forget(tenant, &server);
+        }
         Ok(StatusCode::NO_CONTENT)
     } else {
         Err(route_not_found())

@@ -65,4 +65,9 @@ pub struct GuardState {
     /// The egress path and each tenant's rules: a route's upstream is
     /// judged by them when it is written.
     pub egress: pinfold_http::egress::TenantEgress,
+    /// This replica's MCP endpoint, when it serves one: a route written
+    /// here is dropped from it at once, so its next request is served
+    /// under the route as written (other replicas compare within their
+    /// route check).
+    pub endpoint: Option<crate::endpoint::EndpointState>,
 }

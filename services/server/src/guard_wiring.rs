@@ -94,18 +94,21 @@ impl pinfold_guard::Sealer for KeyringSealer {
     }
 }
 
-/// The guard's state over `store`, the registry and `keyring`.
+/// The guard's state over `store`, the registry and `keyring`; a route
+/// written through it is dropped at once from `endpoint`, this replica's.
 pub fn guard_state(
     store: &Store,
     registry: &RegistryState,
     keyring: Arc<Keyring>,
     egress: &Arc<pinfold_egress::Egress>,
+    endpoint: &EndpointState,
 ) -> GuardState {
     GuardState {
         store: store.guard(),
         servers: Arc::new(RegistryServers(registry.clone())),
         sealer: Arc::new(KeyringSealer(keyring)),
         egress: crate::egress_wiring::tenant_egress(egress, store.tenants()),
+        endpoint: Some(endpoint.clone()),
     }
 }
 

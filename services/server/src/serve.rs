@@ -220,7 +220,6 @@ pub async fn start(cfg: Config, listener: Option<TcpListener>) -> anyhow::Result
         crate::registry_wiring::registry_state(&store, keyring.clone(), cfg.limits.clone());
     let scope = crate::scope_wiring::scope_state(&store, &registry, keyring.clone(), &egress);
     let policies = crate::policy_cache::PolicyCache::new(store.tenants());
-    let guard = crate::guard_wiring::guard_state(&store, &registry, keyring.clone(), &egress);
     let resolve =
         crate::resolve_wiring::resolve_state(&store, &registry, &cfg.resolve, &egress, &policies);
     let guard_endpoint = crate::guard_wiring::endpoint_state(
@@ -231,6 +230,13 @@ pub async fn start(cfg: Config, listener: Option<TcpListener>) -> anyhow::Result
         &egress,
         &policies,
         &resolve,
+    );
+    let guard = crate::guard_wiring::guard_state(
+        &store,
+        &registry,
+        keyring.clone(),
+        &egress,
+        &guard_endpoint,
     );
     crate::resolve_wiring::spawn_change_listener(&store, &registry, &resolve);
     let purge = crate::resolve_wiring::spawn_session_purge(&store, Duration::from_secs(600));

@@ -422,6 +422,67 @@ async fn permissive_serves_a_drift_flagged_and_advisory_serves_it() {
 }
 
 #[tokio::test]
+async fn a_route_written_on_this_replica_applies_to_its_next_request() {
+    let app = TestApp::new().await;
+    publish(&app).await;
+    let up = upstream(Switches {
+        flip_destructive: true,
+        ..Switches::default()
+    })
+    .await;
+    route(
+        &app,
+        json!({"upstream": {"url": up.url()}, "mode": "strict"}),
+    )
+    .await;
+    let mut m = Mcp::open(&app, client(&app)).await;
+    assert!(
+        !m.tools().await.contains("list_files"),
+        "withheld under strict"
+    );
+    // Rewritten to advisory: served on the very next request, well within
+    // the route check's two seconds.
+    route(
+        &app,
+        json!({"upstream": {"url": up.url()}, "mode": "advisory"}),
+    )
+    .await;
+    let mut m = Mcp::open(&app, client(&app)).await;
+    assert!(
+        m.tools().await.contains("list_files"),
+        "served under advisory"
+    );
+    // Deleted: the next request finds no route.
+    let r = app
+        .send(
+            "DELETE",
+            &format!(
+                "/v1/tenants/{}/servers/{}/guard",
+                app.tenant,
+                server().replace('/', "%2F")
+            ),
+            Some(&app.admin()),
+            None,
+        )
+        .await;
+    assert_eq!(r.status, 204);
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"}}})
+    .to_string();
+    let r = app
+        .send_raw(
+            "POST",
+            &endpoint(&app),
+            Some(&client(&app)),
+            Some(init.as_bytes()),
+            &[],
+        )
+        .await;
+    assert_eq!(r.status, 404, "{}", String::from_utf8_lossy(&r.bytes));
+}
+
+#[tokio::test]
 async fn a_read_only_route_refuses_a_destructive_resolution_and_forwards_a_read() {
     let app = TestApp::new().await;
     publish(&app).await;
