@@ -11,6 +11,9 @@
 #   list   the served tools/list (auth, the route, the reviewed view)
 #          [bare POST /bytes: the same answer's bytes from memory]
 #
+# Pinfold runs with RUST_LOG=warn, as in bench/load.sh: the bare server logs
+# nothing, and per-request spans and logs are an operator's choice.
+#
 # Closed loop (wrk) for throughput, then open loop (bench/bare's openloop)
 # at half the guard's call throughput for both, for the mean latency the
 # guard adds. Servers and the upstream on CPU 0, the load on CPU 1.
@@ -38,7 +41,7 @@ pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
 trap cleanup EXIT
 PORT=$(free_port); UP=$(free_port); BARE=$(free_port)
-taskset -c 0 "$PINFOLD_BIN" serve --data-dir "$work/data" --listen "127.0.0.1:$PORT" >"$work/out.txt" 2>"$work/err.txt" &
+RUST_LOG=warn taskset -c 0 "$PINFOLD_BIN" serve --data-dir "$work/data" --listen "127.0.0.1:$PORT" >"$work/out.txt" 2>"$work/err.txt" &
 pids+=($!)
 taskset -c 0 "$UPSTREAM_BIN" --listen "127.0.0.1:$UP" >"$work/up.txt" 2>&1 &
 pids+=($!)

@@ -5,6 +5,8 @@
 #
 #   bench/instructions.sh                     # healthz not-modified resolve
 #   bench/instructions.sh healthz             # chosen scenarios
+#   bench/instructions.sh guard-list          # the guard's served tools/list
+#                                             # beside a bare handler of its bytes
 #   GATE=1 bench/instructions.sh              # exit 1 when a gate is missed
 #
 # Each server runs under callgrind (SQLite, a temporary data directory for
@@ -18,7 +20,8 @@
 #
 # Environment: PINFOLD_BIN (default target/release/pinfold), BARE_BIN (default
 # target/release/bare), N1 (500), N2 (1500), PORT (18180), BARE_PORT (18181),
-# UPSTREAM_URL (see bench/load.sh), GATE, CG_OUT (a directory: keeps the
+# UPSTREAM_URL (see bench/load.sh), UPSTREAM_BIN (guard-list: default
+# target/release/pinfold-example-upstream), GATE, CG_OUT (a directory: keeps the
 # callgrind dumps of every batch there, for `callgrind_annotate --inclusive=yes`;
 # build with CARGO_PROFILE_RELEASE_DEBUG=line-tables-only to see lines).
 set -euo pipefail
@@ -144,12 +147,45 @@ if want resolve; then
     fi
 fi
 
+if want guard-list; then
+    # A strict guard route on the Rust reference upstream, and its served
+    # tools/list (sessionless 2026-07-28, as bench/guard.sh sends it).
+    UPSTREAM_BIN=${UPSTREAM_BIN:-target/release/pinfold-example-upstream}
+    [ -x "$UPSTREAM_BIN" ] || cargo build --release --locked -p pinfold-example-upstream >&2
+    UP_PORT=$((PORT + 2))
+    "$UPSTREAM_BIN" --listen "127.0.0.1:$UP_PORT" >"$data/up.out" 2>&1 &
+    pids+=($!)
+    for _ in $(seq 1 100); do curl -fs "http://127.0.0.1:$UP_PORT/calls" >/dev/null 2>&1 && break; sleep 0.1; done
+    REVIEWER=$("$PINFOLD_BIN" token --data-dir "$data" --sub rita --tenant dev --roles reviewer)
+    CLIENT=$("$PINFOLD_BIN" token --data-dir "$data" --sub carl --tenant dev --roles client)
+    S="$BASE/v1/tenants/dev/servers/io.github.pinfold%2Fmanage-files"
+    curl -fsS -o /dev/null -X PUT "$S/versions/1.0.0" -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' --data-binary @examples/manage-files-1.0.0.json
+    curl -fsS -o /dev/null -X POST "$S/versions/1.0.0/review" -H "Authorization: Bearer $REVIEWER" -H 'Content-Type: application/json' -d '{"decision":"approve"}'
+    curl -fsS -o /dev/null -X PUT "$S/guard" -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' \
+        -d "{\"upstream\": {\"url\": \"http://127.0.0.1:$UP_PORT/mcp\"}, \"mode\": \"strict\"}"
+    GUARD_PATH=/t/dev/mcp/io.github.pinfold/manage-files
+    LIST_BODY='{"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}, "io.modelcontextprotocol/clientInfo": {"name": "bench", "version": "1"}}}}'
+    list_h='"Content-Type": "application/json", "Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/list"'
+    curl -fsS -X POST "$BASE$GUARD_PATH" -H "Authorization: Bearer $CLIENT" -H 'Accept: application/json, text/event-stream' \
+        -H 'Content-Type: application/json' -H 'MCP-Protocol-Version: 2026-07-28' -H 'Mcp-Method: tools/list' \
+        --data-binary "$LIST_BODY" >"$data/served-list.json"
+    python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert len(d["result"]["tools"]) == 3, d' "$data/served-list.json"
+    measure "$pinfold_pid" guard-list "$PORT" POST "$GUARD_PATH" "{\"Authorization\": \"Bearer $CLIENT\", $list_h}" "$LIST_BODY"
+    kill "$pinfold_pid"
+    # The bare handler of the same bytes, counted the same way.
+    # (on a port of its own: the first bare server may still be exiting)
+    BYTES_PORT=$((BARE_PORT + 3))
+    BARE_BYTES_FILE="$data/served-list.json" under_callgrind bare-bytes "http://127.0.0.1:$BYTES_PORT" "$BARE_BIN" "$BYTES_PORT"
+    measure "$VG_PID" "bare guard-list" "$BYTES_PORT" POST /bytes "{$list_h}" "$LIST_BODY"
+    kill "$VG_PID"
+fi
+
 echo
 missed=0
 gate() {  # gate LABEL OK(0|1) TEXT
     if [ "$2" = 1 ]; then echo "  met     $1: $3"; else echo "  MISSED  $1: $3"; missed=1; fi
 }
-for s in healthz not-modified resolve; do
+for s in healthz not-modified resolve guard-list; do
     [ -n "${per_request[$s]:-}" ] && [ -n "${per_request[bare $s]:-}" ] || continue
     ratio=$(awk -v a="${per_request[$s]}" -v b="${per_request[bare $s]}" 'BEGIN { printf "%.2f", a / b }')
     printf '%-14s %9d vs bare %9d   %5sx\n' "$s" "${per_request[$s]}" "${per_request[bare $s]}" "$ratio"

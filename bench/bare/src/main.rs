@@ -95,8 +95,10 @@ async fn mcp(State(st): State<AppState>, headers: HeaderMap, body: Bytes) -> Res
     resp
 }
 
-/// `POST /bytes`: fixed JSON bytes.
-async fn fixed_bytes(State(st): State<AppState>) -> Response {
+/// `POST /bytes`: fixed JSON bytes, once the request's body is read (as
+/// any server reading a JSON-RPC message does; a body left unread can make
+/// hyper close the connection instead of keeping it alive).
+async fn fixed_bytes(State(st): State<AppState>, _body: Bytes) -> Response {
     (
         [(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))],
         st.bytes.clone(),
