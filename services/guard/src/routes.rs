@@ -512,8 +512,8 @@ pub async fn put_guard_route(
         .put_route(tenant, &route, expected, &event)
         .await
         .map_err(store_error)?;
-    if let Some(endpoint) = &st.endpoint {
-        endpoint.forget(tenant, &stored.server);
+    if let Some(told) = &st.on_write {
+        told.route_written(tenant, &stored.server);
     }
     let status = if stored.revision == 1 {
         StatusCode::CREATED
@@ -579,8 +579,8 @@ pub async fn delete_guard_route(
         .await
         .map_err(store_error)?
     {
-        if let Some(endpoint) = &st.endpoint {
-            endpoint.forget(tenant, &server);
+        if let Some(told) = &st.on_write {
+            told.route_written(tenant, &server);
         }
         Ok(StatusCode::NO_CONTENT)
     } else {

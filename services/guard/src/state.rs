@@ -65,9 +65,14 @@ pub struct GuardState {
     /// The egress path and each tenant's rules: a route's upstream is
     /// judged by them when it is written.
     pub egress: pinfold_http::egress::TenantEgress,
-    /// This replica's MCP endpoint, when it serves one: a route written
-    /// here is dropped from it at once, so its next request is served
-    /// under the route as written (other replicas compare within their
-    /// route check).
-    pub endpoint: Option<crate::endpoint::EndpointState>,
+    /// This replica's MCP endpoint, when it serves one: told of a route
+    /// written here at once, so its next request is served under the route
+    /// as written (other replicas compare within their route check).
+    pub on_write: Option<Arc<dyn RouteWritten>>,
+}
+
+/// What is told of a route written (put or deleted) through this replica.
+pub trait RouteWritten: Send + Sync + 'static {
+    /// `tenant`'s route for `server` (canonical name) was written.
+    fn route_written(&self, tenant: &TenantId, server: &str);
 }

@@ -108,7 +108,7 @@ pub fn guard_state(
         servers: Arc::new(RegistryServers(registry.clone())),
         sealer: Arc::new(KeyringSealer(keyring)),
         egress: crate::egress_wiring::tenant_egress(egress, store.tenants()),
-        endpoint: Some(endpoint.clone()),
+        on_write: Some(Arc::new(endpoint.clone())),
     }
 }
 

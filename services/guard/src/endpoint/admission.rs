@@ -13,7 +13,7 @@ use pinfold_http::problem::ApiError;
 
 use super::rpc::transport_error;
 
-use super::EndpointState;
+use super::context::EndpointState;
 
 /// `401` with the challenge naming this endpoint's RFC 9728 metadata.
 pub(super) fn unauthorized(

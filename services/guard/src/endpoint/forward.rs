@@ -22,11 +22,11 @@ use super::rpc::{error, error_object, json_response, strip_reserved_meta, transp
 use super::session::ClientSession;
 use super::upstream::{Exchange, PROTOCOL_HEADER, SESSION_HEADER, UpstreamError, event_message};
 
+use super::context::{Call, EndpointState, now_ms};
 use super::lookup::outbound;
 use super::protocol::{advertises_extension, upstream_failed};
 use super::upstream;
 use super::upstream::Answered;
-use super::{Call, EndpointState, now_ms};
 
 /// `initialize`: forwarded; the client's session id seals the upstream's.
 pub(super) async fn initialize(

@@ -22,7 +22,7 @@ use super::live::{Fingerprint, LiveRoute, TaskConfig};
 use super::upstream::{Outbound, Target};
 use crate::model::{GuardRoute, headers_context};
 
-use super::{EndpointState, now_ms};
+use super::context::{EndpointState, now_ms};
 
 pub(super) fn route_not_found() -> Response {
     ApiError::new(

@@ -38,6 +38,7 @@
 #![allow(clippy::result_large_err)]
 
 mod admission;
+mod context;
 mod forward;
 pub mod live;
 mod lookup;
@@ -48,165 +49,37 @@ pub mod source;
 mod tools;
 pub mod upstream;
 
-use std::sync::Arc;
-use std::sync::atomic::AtomicU64;
-use std::time::Duration;
-
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::{FromRequest, Path, Request, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
-use pinfold_core::card::Limits;
 use pinfold_core::guard::{self, UPSTREAM_UNAVAILABLE};
-use pinfold_core::ids::TenantId;
 use pinfold_http::auth::Auth;
-use pinfold_http::egress::TenantEgress;
 use pinfold_http::problem::ApiError;
 use reqwest::Method;
 use serde_json::Value;
 
-use crate::state::Sealer;
-use crate::store::GuardStore;
 use admission::admit;
+use context::{Call, now_ms};
+pub use context::{EndpointState, GuardConfig, GuardStats};
 use forward::{discover, forward, initialize, pass_back};
-use live::LiveRoute;
 use lookup::{live, outbound};
 use protocol::{Head, check_modern_headers, header_str, passed};
 use rpc::transport_error;
 use session::ClientSession;
-use source::{Approved, Resolver};
+
 use tools::{refuse, resolve_for_client, served_list, tools_call};
 use upstream::{Exchange, SESSION_HEADER};
 
 /// The endpoint's path template.
 pub const PATH: &str = "/t/{tenant}/mcp/{*server}";
 
-/// Limits and timings of the endpoint.
-#[derive(Debug, Clone)]
-pub struct GuardConfig {
-    /// How long an upstream request may take (a stream: its head).
-    pub upstream_timeout: Duration,
-    /// The largest upstream body or event read.
-    pub max_response_bytes: usize,
-    /// How long a request waits for a pending review.
-    pub review_wait: Duration,
-    /// How often a route's row and pin are compared with the store.
-    pub route_check: Duration,
-    /// How long the `server/discover` probe waits.
-    pub probe_budget: Duration,
-    /// How often an upstream without a list change channel is reviewed.
-    pub review_interval: Duration,
-    /// Limits under which signatures and lists are read.
-    pub limits: Limits,
-    /// The URL clients reach Pinfold at, for the `resource_metadata` of a
-    /// `401` (else the request's `Host`).
-    pub public_url: Option<String>,
-}
-
-impl Default for GuardConfig {
-    fn default() -> Self {
-        GuardConfig {
-            upstream_timeout: Duration::from_secs(30),
-            max_response_bytes: 4 << 20,
-            review_wait: Duration::from_secs(10),
-            route_check: Duration::from_secs(2),
-            probe_budget: Duration::from_secs(5),
-            review_interval: Duration::from_secs(30),
-            limits: Limits::default(),
-            public_url: None,
-        }
-    }
-}
-
-/// Counters of the endpoint (rendered by the server's `/metrics`).
-#[derive(Debug, Default)]
-pub struct GuardStats {
-    /// Calls refused before the upstream (not shown, or the calls policy).
-    pub refused: AtomicU64,
-    /// Distinct drifts recorded.
-    pub drifts: AtomicU64,
-    /// Requests forwarded to upstreams.
-    pub forwarded: AtomicU64,
-}
-
-/// What the endpoint's handlers share.
-#[derive(Clone)]
-pub struct EndpointState(Arc<Inner>);
-
-struct Inner {
-    store: Arc<dyn GuardStore>,
-    approved: Arc<dyn Approved>,
-    resolver: Arc<dyn Resolver>,
-    sealer: Arc<dyn Sealer>,
-    egress: TenantEgress,
-    config: GuardConfig,
-    stats: Arc<GuardStats>,
-    routes: moka::sync::Cache<(TenantId, String), Arc<LiveRoute>>,
-}
-
-impl EndpointState {
-    /// The endpoint over its store, the registry, the resolve engine, the
-    /// keyring and the egress path.
-    pub fn new(
-        store: Arc<dyn GuardStore>,
-        approved: Arc<dyn Approved>,
-        resolver: Arc<dyn Resolver>,
-        sealer: Arc<dyn Sealer>,
-        egress: TenantEgress,
-        config: GuardConfig,
-    ) -> Self {
-        EndpointState(Arc::new(Inner {
-            store,
-            approved,
-            resolver,
-            sealer,
-            egress,
-            config,
-            stats: Arc::new(GuardStats::default()),
-            routes: moka::sync::Cache::builder()
-                .max_capacity(10_000)
-                .time_to_idle(Duration::from_secs(600))
-                .build(),
-        }))
-    }
-
-    /// The endpoint's counters.
-    pub fn stats(&self) -> &GuardStats {
-        &self.0.stats
-    }
-
-    /// Forgets what this replica holds of a tenant's route (after a write
-    /// to it): the next request builds it anew.
-    pub fn forget(&self, tenant: &TenantId, server: &str) {
-        self.0
-            .routes
-            .invalidate(&(tenant.clone(), server.to_ascii_lowercase()));
-    }
-}
-
 /// The endpoint's router (not part of the REST API's OpenAPI document: it
 /// speaks MCP).
 pub fn router() -> Router<EndpointState> {
     Router::new().route(PATH, post(post_mcp).get(get_mcp).delete(delete_mcp))
-}
-
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
-}
-
-/// What a request from a client is, once admitted.
-struct Call {
-    tenant: TenantId,
-    /// The client's message as it was sent (forwarded unchanged).
-    body: Option<Bytes>,
-    live: Arc<LiveRoute>,
-    /// The upstream's session (2025-11-25), from the client's sealed id.
-    upstream_session: Option<String>,
-    pass: HeaderMap,
 }
 
 /// Why a body that is not a message the endpoint can read is refused:

@@ -16,12 +16,12 @@ use super::rpc::{
 };
 use super::upstream::{Exchange, UpstreamError};
 
+use super::context::{Call, EndpointState};
 use super::forward::forward;
 use super::live::LiveRoute;
 use super::lookup::outbound;
 use super::protocol::{unavailable, upstream_failed};
 use super::source::CallToResolve;
-use super::{Call, EndpointState};
 
 /// `tools/list`: the reviewed view, never the upstream's own answer. The
 /// result is rendered once per review and view; only the envelope with
