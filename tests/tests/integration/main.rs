@@ -15,6 +15,7 @@ mod input;
 mod isolation;
 mod keys;
 mod limits;
+mod manage_files;
 mod mcp_peers;
 mod metrics_access;
 mod ops;

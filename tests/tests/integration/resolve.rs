@@ -9,51 +9,10 @@ use pinfold_example_upstream::{Running, Switches};
 use pinfold_tests::*;
 use serde_json::{Value, json};
 
-const CARD: &str = include_str!("../../../examples/manage-files-1.0.0.json");
-
-fn card() -> Value {
-    serde_json::from_str(CARD).unwrap()
-}
-
-fn server() -> String {
-    card()["name"].as_str().unwrap().to_owned()
-}
-
-async fn upstream(switches: Switches) -> Arc<Running> {
-    Running::start("127.0.0.1:0".parse().unwrap(), switches)
-        .await
-        .expect("reference upstream starts")
-}
+use crate::manage_files::{publish, server, upstream};
 
 fn client(app: &TestApp) -> String {
     app.as_roles("carl-client", &["client"])
-}
-
-/// Publishes and approves the reference card in `app`'s tenant.
-async fn publish(app: &TestApp) {
-    let base = format!(
-        "/v1/tenants/{}/servers/{}/versions/1.0.0",
-        app.tenant,
-        server().replace('/', "%2F")
-    );
-    let r = app
-        .send(
-            "PUT",
-            &base,
-            Some(&app.as_roles("pat", &["publisher"])),
-            Some(card()),
-        )
-        .await;
-    assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.bytes));
-    let r = app
-        .send(
-            "POST",
-            &format!("{base}/review"),
-            Some(&app.as_roles("rita", &["reviewer"])),
-            Some(json!({"decision": "approve"})),
-        )
-        .await;
-    assert_eq!(r.status, 200);
 }
 
 /// Sets the tenant's mode and the server's cache policy.
