@@ -7,6 +7,9 @@
 #   bench/instructions.sh healthz             # chosen scenarios
 #   bench/instructions.sh guard-list          # the guard's served tools/list
 #                                             # beside a bare handler of its bytes
+#   bench/instructions.sh guard-call          # a tools/call through the guard
+#                                             # beside the bare forwarder (the
+#                                             # upstream's own work is not counted)
 #   GATE=1 bench/instructions.sh              # exit 1 when a gate is missed
 #
 # Each server runs under callgrind (SQLite, a temporary data directory for
@@ -147,9 +150,10 @@ if want resolve; then
     fi
 fi
 
-if want guard-list; then
+if want guard-list || want guard-call; then
     # A strict guard route on the Rust reference upstream, and its served
-    # tools/list (sessionless 2026-07-28, as bench/guard.sh sends it).
+    # tools/list and a forwarded tools/call (sessionless 2026-07-28, as
+    # bench/guard.sh sends them). The upstream runs outside valgrind.
     UPSTREAM_BIN=${UPSTREAM_BIN:-target/release/pinfold-example-upstream}
     [ -x "$UPSTREAM_BIN" ] || cargo build --release --locked -p pinfold-example-upstream >&2
     UP_PORT=$((PORT + 2))
@@ -170,13 +174,18 @@ if want guard-list; then
         -H 'Content-Type: application/json' -H 'MCP-Protocol-Version: 2026-07-28' -H 'Mcp-Method: tools/list' \
         --data-binary "$LIST_BODY" >"$data/served-list.json"
     python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert len(d["result"]["tools"]) == 3, d' "$data/served-list.json"
-    measure "$pinfold_pid" guard-list "$PORT" POST "$GUARD_PATH" "{\"Authorization\": \"Bearer $CLIENT\", $list_h}" "$LIST_BODY"
+    CALL_BODY='{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "list_files", "arguments": {"dir": "/"}, "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}, "io.modelcontextprotocol/clientInfo": {"name": "bench", "version": "1"}}}}'
+    call_h='"Content-Type": "application/json", "Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "list_files"'
+    want guard-list && measure "$pinfold_pid" guard-list "$PORT" POST "$GUARD_PATH" "{\"Authorization\": \"Bearer $CLIENT\", $list_h}" "$LIST_BODY"
+    want guard-call && measure "$pinfold_pid" guard-call "$PORT" POST "$GUARD_PATH" "{\"Authorization\": \"Bearer $CLIENT\", $call_h}" "$CALL_BODY"
     kill "$pinfold_pid"
-    # The bare handler of the same bytes, counted the same way.
+    # The bare handlers, counted the same way: the same bytes from memory,
+    # and the same call forwarded to the same upstream.
     # (on a port of its own: the first bare server may still be exiting)
     BYTES_PORT=$((BARE_PORT + 3))
-    BARE_BYTES_FILE="$data/served-list.json" under_callgrind bare-bytes "http://127.0.0.1:$BYTES_PORT" "$BARE_BIN" "$BYTES_PORT"
-    measure "$VG_PID" "bare guard-list" "$BYTES_PORT" POST /bytes "{$list_h}" "$LIST_BODY"
+    BARE_BYTES_FILE="$data/served-list.json" under_callgrind bare-bytes "http://127.0.0.1:$BYTES_PORT" "$BARE_BIN" "$BYTES_PORT" "http://127.0.0.1:$UP_PORT/mcp"
+    want guard-list && measure "$VG_PID" "bare guard-list" "$BYTES_PORT" POST /bytes "{$list_h}" "$LIST_BODY"
+    want guard-call && measure "$VG_PID" "bare guard-call" "$BYTES_PORT" POST /mcp "{$call_h}" "$CALL_BODY"
     kill "$VG_PID"
 fi
 
@@ -185,7 +194,7 @@ missed=0
 gate() {  # gate LABEL OK(0|1) TEXT
     if [ "$2" = 1 ]; then echo "  met     $1: $3"; else echo "  MISSED  $1: $3"; missed=1; fi
 }
-for s in healthz not-modified resolve guard-list; do
+for s in healthz not-modified resolve guard-list guard-call; do
     [ -n "${per_request[$s]:-}" ] && [ -n "${per_request[bare $s]:-}" ] || continue
     ratio=$(awk -v a="${per_request[$s]}" -v b="${per_request[bare $s]}" 'BEGIN { printf "%.2f", a / b }')
     printf '%-14s %9d vs bare %9d   %5sx\n' "$s" "${per_request[$s]}" "${per_request[bare $s]}" "$ratio"

@@ -422,23 +422,29 @@ pub fn build_for(ctx: AppContext, services: &[Service]) -> crate::fastpath::App 
             &ctx.authn,
         )));
     }
-    let router = app.fallback(fallback).layer(crate::edge::EdgeLayer::new(
+    let edge = crate::edge::EdgeLayer::new(
         ctx.metrics.clone(),
         ctx.authn.clone(),
         ctx.body_limit,
         ctx.request_timeout,
         ctx.protected_resource.clone(),
         ctx.rate_limiter.clone(),
-    ));
-    if services.contains(&Service::Registry) {
+    );
+    let router = app.fallback(fallback).layer(edge.clone());
+    let app = if services.contains(&Service::Registry) {
         crate::fastpath::App::with_fast_path(
             router,
             ctx.registry,
-            ctx.authn,
+            ctx.authn.clone(),
             ctx.metrics,
             ctx.rate_limiter,
         )
     } else {
         crate::fastpath::App::routed(router)
+    };
+    if services.contains(&Service::Guard) {
+        app.with_guard_fast_path(ctx.guard_endpoint, ctx.authn, edge)
+    } else {
+        app
     }
 }

@@ -176,12 +176,83 @@ where
             done: Some(Done {
                 shared,
                 rid,
-                matched,
+                route: Route::Matched(matched),
                 span,
                 method,
                 host,
                 start,
             }),
+        }
+    }
+}
+
+impl EdgeLayer {
+    /// The edge's part of a request the application answers before
+    /// routing ([`crate::fastpath`]), begun from its method and headers:
+    /// [`Begun::around`] then wraps the handler.
+    pub(crate) fn begin(
+        &self,
+        method: axum::http::Method,
+        headers: &axum::http::HeaderMap,
+        route: &'static str,
+        start: Instant,
+    ) -> Begun {
+        let shared = self.0.clone();
+        let rid = request_id(headers);
+        let span = request_span(&method, headers, route, &rid);
+        let host = if shared.protected.public_url.is_none() {
+            headers.get(header::HOST).cloned()
+        } else {
+            None
+        };
+        Begun(Done {
+            shared,
+            rid,
+            route: Route::Fixed(route),
+            span,
+            method,
+            host,
+            start,
+        })
+    }
+
+    /// The largest request body accepted.
+    pub(crate) fn body_limit(&self) -> usize {
+        self.0.body_limit
+    }
+}
+
+/// A request the edge has begun ([`EdgeLayer::begin`]).
+pub(crate) struct Begun(Done);
+
+impl Begun {
+    /// The edge around `handler` (which reads the body itself): bounded by
+    /// the request timeout, run in the request's span, its answer finished
+    /// as a routed one is (the request id, problem rendering, the metadata
+    /// of a `401`, the metrics under the route begun with).
+    pub(crate) fn around<F>(self, handler: F) -> EdgeFuture<F> {
+        EdgeFuture {
+            inner: Some(handler),
+            timer: None,
+            converting: None,
+            done: Some(self.0),
+        }
+    }
+}
+
+/// The route template an answer's metrics are recorded under.
+enum Route {
+    /// What the router matched (`None`: nothing).
+    Matched(Option<MatchedPath>),
+    /// A route answered before routing.
+    Fixed(&'static str),
+}
+
+impl Route {
+    fn as_str(&self) -> &str {
+        match self {
+            Route::Matched(m) => m.as_ref().map_or(UNMATCHED_ROUTE, |m| m.as_str()),
+            Route::Fixed(t) => t,
         }
     }
 }
@@ -202,7 +273,7 @@ fn authenticates(template: &str) -> bool {
 struct Done {
     shared: Arc<Shared>,
     rid: HeaderValue,
-    matched: Option<MatchedPath>,
+    route: Route,
     span: tracing::Span,
     method: axum::http::Method,
     host: Option<HeaderValue>,
@@ -318,10 +389,17 @@ fn complete(done: &mut Option<Done>, mut resp: Response) -> Response {
     if resp.status() == StatusCode::UNAUTHORIZED {
         add_resource_metadata(&mut resp, &d.shared.protected.metadata_url(d.host.as_ref()));
     }
-    let route = d.matched.as_ref().map_or(UNMATCHED_ROUTE, |m| m.as_str());
+    if let Route::Fixed(_) = d.route
+        && !resp.headers().contains_key(header::CONTENT_LENGTH)
+        && let Some(n) = axum::body::HttpBody::size_hint(resp.body()).exact()
+    {
+        // What axum's routing adds to an answer of known length.
+        resp.headers_mut()
+            .insert(header::CONTENT_LENGTH, HeaderValue::from(n));
+    }
     finish(
         &d.shared.metrics,
-        route,
+        d.route.as_str(),
         &d.method,
         &mut resp,
         d.rid,

@@ -1,7 +1,10 @@
-//! The application as hyper calls it: the router, behind one fast path for
-//! the request clients repeat most, a conditional read of a version record
-//! that has not changed (`GET .../versions/{version}` with
-//! `If-None-Match` → `304`).
+//! The application as hyper calls it: the router, behind two fast paths
+//! for the requests clients repeat most.
+//!
+//! ## A version record that has not changed
+//!
+//! A conditional read of a version record (`GET .../versions/{version}`
+//! with `If-None-Match` → `304`).
 //!
 //! Clients and gateways revalidate the signatures they hold at call time,
 //! so this request dominates a registry's traffic. Through the router it
@@ -29,6 +32,31 @@
 //! rate-limit charge of the `reads` class (refused: the same `429`
 //! problem). Every other outcome (a `200`, any error) comes from the
 //! router, so its behaviour is defined in one place.
+//!
+//! ## A message to the guard
+//!
+//! A `POST` to the guard's MCP endpoint (`/t/{tenant}/mcp/{server}`) is
+//! every message an MCP client sends through Pinfold: its `tools/list`
+//! and every `tools/call`. Through the router, matching the wildcard path,
+//! percent-decoding and allocating its two parameters, the extractors and
+//! the request's rebuilt parts cost about a fifth of a served list. The
+//! endpoint has one handler, [`EndpointState::message`], that takes the
+//! path's segments, the caller and the read body; so when
+//!
+//! - the method is `POST`, the path has exactly the endpoint's shape with
+//!   no percent-escape, and there is no query;
+//! - the body's length is declared (`Content-Length`) and within the body
+//!   limit;
+//! - the bearer token is in the authenticator's cache and not expired,
+//!
+//! the application reads the body itself and calls that handler, inside
+//! the edge ([`EdgeLayer::begin`]): the same request id, span, request
+//! timeout, problem rendering and metrics under the endpoint's template as
+//! a routed request. The handler decides everything else (the tenant, the
+//! role, the origin, the route) as it does for a routed request, so the
+//! answer is the router's, byte for byte but the request id. Any other
+//! request to the endpoint (a token not yet verified, a chunked body, an
+//! escaped path, `GET` and `DELETE`) takes the router.
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -37,19 +65,24 @@ use std::task::{Context, Poll};
 use std::time::Instant;
 
 use axum::Router;
+use std::future::Future;
+use std::pin::Pin;
+
 use axum::body::Bytes;
 use axum::body::HttpBody;
 use axum::http::{HeaderValue, Method, Request, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use futures::future::{Either, Ready, ready};
+use http_body_util::BodyExt as _;
+use pinfold_guard::endpoint::EndpointState;
 use pinfold_http::Authenticator;
-use pinfold_http::auth::Role;
+use pinfold_http::auth::{Auth, Role};
 use pinfold_http::ratelimit::{RateLimiter, RouteClass};
 use pinfold_registry::RegistryState;
 use pinfold_registry::index::VERSION_ROUTE;
 use tower::Service;
 
-use crate::edge;
+use crate::edge::{self, EdgeFuture, EdgeLayer};
 use crate::metrics::Metrics;
 
 /// The longest server name the fast path decodes (longer ones take the
@@ -66,17 +99,58 @@ struct Fast {
     answered: AtomicU64,
 }
 
-/// The router behind the conditional-read fast path (module docs).
+/// What the guard's fast path reads.
+struct GuardFast {
+    endpoint: EndpointState,
+    authn: Arc<Authenticator>,
+    edge: EdgeLayer,
+    answered: AtomicU64,
+}
+
+/// The router behind the fast paths (module docs).
 #[derive(Clone)]
 pub struct App {
     router: Router,
     fast: Option<Arc<Fast>>,
+    guard: Option<Arc<GuardFast>>,
 }
+
+/// The guard's handler as the fast path runs it.
+type GuardAnswer = Pin<Box<dyn Future<Output = Result<Response, Infallible>> + Send>>;
 
 impl App {
     /// `router` alone: every request is routed.
     pub fn routed(router: Router) -> App {
-        App { router, fast: None }
+        App {
+            router,
+            fast: None,
+            guard: None,
+        }
+    }
+
+    /// This application, with messages to the guard's endpoint handed to
+    /// `endpoint` before routing (module docs) inside `edge`, the layer
+    /// the router's routes are under.
+    pub fn with_guard_fast_path(
+        mut self,
+        endpoint: EndpointState,
+        authn: Arc<Authenticator>,
+        edge: EdgeLayer,
+    ) -> App {
+        self.guard = Some(Arc::new(GuardFast {
+            endpoint,
+            authn,
+            edge,
+            answered: AtomicU64::new(0),
+        }));
+        self
+    }
+
+    /// How many messages the guard's fast path took (for tests).
+    pub fn guard_fast_answers(&self) -> u64 {
+        self.guard
+            .as_ref()
+            .map_or(0, |g| g.answered.load(Ordering::Relaxed))
     }
 
     /// `router` behind the fast path over the registry's index.
@@ -89,6 +163,7 @@ impl App {
     ) -> App {
         App {
             router,
+            guard: None,
             fast: Some(Arc::new(Fast {
                 registry,
                 authn,
@@ -116,8 +191,10 @@ where
 {
     type Response = Response;
     type Error = Infallible;
-    type Future =
-        Either<Ready<Result<Response, Infallible>>, axum::routing::future::RouteFuture<Infallible>>;
+    type Future = Either<
+        Either<Ready<Result<Response, Infallible>>, axum::routing::future::RouteFuture<Infallible>>,
+        EdgeFuture<GuardAnswer>,
+    >;
 
     fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
         // The router is always ready.
@@ -128,9 +205,83 @@ where
         if let Some(fast) = &self.fast
             && let Some(resp) = fast.answer(&req)
         {
-            return Either::Left(ready(Ok(resp)));
+            return Either::Left(Either::Left(ready(Ok(resp))));
         }
-        Either::Right(self.router.call(req))
+        if let Some(guard) = &self.guard
+            && let Some(auth) = guard.takes(&req)
+        {
+            return Either::Right(guard.answer(req, auth));
+        }
+        Either::Left(Either::Right(self.router.call(req)))
+    }
+}
+
+/// The segments of `/t/{tenant}/mcp/{server}` when the path has exactly
+/// that shape and nothing to decode (the server name keeps its slash).
+fn split_guard_path(path: &str) -> Option<(&str, &str)> {
+    let rest = path.strip_prefix("/t/")?;
+    let (tenant, rest) = rest.split_once('/')?;
+    let server = rest.strip_prefix("mcp/")?;
+    (!tenant.is_empty() && !server.is_empty() && !path.contains('%')).then_some((tenant, server))
+}
+
+impl GuardFast {
+    /// The caller, when the fast path takes the request (module docs).
+    fn takes<B: HttpBody>(&self, req: &Request<B>) -> Option<Auth> {
+        if req.method() != Method::POST || req.uri().query().is_some() {
+            return None;
+        }
+        split_guard_path(req.uri().path())?;
+        // A length known up front (hyper's body of a `Content-Length`).
+        let declared = req.body().size_hint().exact()?;
+        if declared > self.edge.body_limit() as u64 {
+            return None;
+        }
+        let headers = req.headers();
+        let principal = self
+            .authn
+            .cached_header(headers.get(header::AUTHORIZATION)?)?;
+        Some(Auth(principal))
+    }
+
+    /// Reads the body and hands the message to the endpoint, inside the
+    /// edge.
+    fn answer<B>(&self, req: Request<B>, auth: Auth) -> EdgeFuture<GuardAnswer>
+    where
+        B: HttpBody<Data = Bytes> + Send + 'static,
+        B::Error: Into<axum::BoxError>,
+    {
+        let start = Instant::now();
+        self.answered.fetch_add(1, Ordering::Relaxed);
+        let (mut parts, body) = req.into_parts();
+        let begun = self.edge.begin(
+            Method::POST,
+            &parts.headers,
+            pinfold_guard::endpoint::PATH,
+            start,
+        );
+        let headers = std::mem::take(&mut parts.headers);
+        let endpoint = self.endpoint.clone();
+        let limit = self.edge.body_limit();
+        let handler: GuardAnswer = Box::pin(async move {
+            let body = match http_body_util::Limited::new(body, limit).collect().await {
+                Ok(collected) => collected.to_bytes(),
+                // As the router's body extractor says it (the edge renders
+                // it as a problem).
+                Err(e) => {
+                    return Ok((
+                        StatusCode::BAD_REQUEST,
+                        format!("Failed to buffer the request body: {e}"),
+                    )
+                        .into_response());
+                }
+            };
+            let (tenant, server) = split_guard_path(parts.uri.path()).unwrap_or_default();
+            Ok(endpoint
+                .message(tenant, server, Ok(auth), headers, body)
+                .await)
+        });
+        begun.around(handler)
     }
 }
 
@@ -260,6 +411,35 @@ mod tests {
         ] {
             assert_eq!(split_version_path(other), None, "{other}");
         }
+    }
+
+    #[test]
+    fn only_the_guard_endpoint_shape_without_escapes_is_taken() {
+        assert_eq!(
+            split_guard_path("/t/acme/mcp/io.github.acme/notes"),
+            Some(("acme", "io.github.acme/notes"))
+        );
+        assert_eq!(
+            split_guard_path("/t/acme/mcp/notes"),
+            Some(("acme", "notes"))
+        );
+        for other in [
+            "/t/acme/mcp/",
+            "/t//mcp/notes",
+            "/t/acme/mcp",
+            "/t/acme/v0.1/servers",
+            "/t/acme/mcp/io.github.acme%2Fnotes",
+            "/t/ac%6De/mcp/notes",
+            "/v1/tenants/acme/servers/notes/guard",
+            "/console/t/acme/mcp/notes",
+        ] {
+            assert_eq!(split_guard_path(other), None, "{other}");
+        }
+    }
+
+    #[test]
+    fn the_guard_route_constant_is_the_endpoint_path() {
+        assert_eq!(pinfold_guard::endpoint::PATH, "/t/{tenant}/mcp/{*server}");
     }
 
     #[test]

@@ -1150,3 +1150,139 @@ async fn a_clients_own_resolution_is_checked_and_outside_the_signature_is_the_wo
         .await;
     assert_eq!(r["error"]["code"], -32010, "{r}");
 }
+
+/// A message whose caller is already authenticated is handed to the
+/// endpoint before routing; the answer is the router's all the same:
+/// status, headers (but the request id and date) and body, for a served
+/// list, a forwarded call, a refused call and another tenant's token.
+#[tokio::test]
+async fn the_fast_path_and_the_router_answer_a_message_alike() {
+    let app = TestApp::new().await;
+    publish(&app).await;
+    let up = upstream(Switches::default()).await;
+    route(
+        &app,
+        json!({"upstream": {"url": up.url()}, "mode": "strict"}),
+    )
+    .await;
+    let path = endpoint(&app);
+    // A query string is the router's: the fast path takes none.
+    let routed_path = format!("{path}?via=router");
+    let meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+    });
+    let other = app.new_tenant().await;
+    let stranger = token("eve", Some(other.as_str()), &["client"]);
+    let carl = client(&app);
+    let fast = || app.router.guard_fast_answers();
+    let send = |path: String, token: String, method: &'static str, params: Value| {
+        let app = &app;
+        async move {
+            let mut headers = vec![
+                ("accept", "application/json, text/event-stream"),
+                ("mcp-protocol-version", "2026-07-28"),
+                ("mcp-method", method),
+            ];
+            let name = params["name"].as_str().unwrap_or_default().to_owned();
+            if !name.is_empty() {
+                headers.push(("mcp-name", &name));
+            }
+            let body = json!({"jsonrpc": "2.0", "id": "a-1", "method": method, "params": params});
+            app.send_raw(
+                "POST",
+                &path,
+                Some(&token),
+                Some(body.to_string().as_bytes()),
+                &headers,
+            )
+            .await
+        }
+    };
+    let headers = |r: &Resp| {
+        let mut h: Vec<(String, String)> = r
+            .headers
+            .iter()
+            .filter(|(k, _)| !matches!(k.as_str(), "date" | "x-request-id"))
+            .map(|(k, v)| (k.to_string(), v.to_str().unwrap().to_owned()))
+            .collect();
+        h.sort();
+        h
+    };
+    // Unverified tokens are the router's; once verified, the fast path's.
+    let before = fast();
+    let first = send(
+        path.clone(),
+        carl.clone(),
+        "tools/list",
+        json!({"_meta": meta}),
+    )
+    .await;
+    assert_eq!(
+        first.status,
+        200,
+        "{}",
+        String::from_utf8_lossy(&first.bytes)
+    );
+    let _ = send(
+        path.clone(),
+        stranger.clone(),
+        "tools/list",
+        json!({"_meta": meta}),
+    )
+    .await;
+    assert_eq!(fast(), before, "tokens not yet verified take the router");
+
+    let list = json!({"_meta": meta});
+    let call = json!({"name": "list_files", "arguments": {"dir": "/"}, "_meta": meta});
+    let refused = json!({"name": "delete_everything", "arguments": {}, "_meta": meta});
+    let cases: [(&str, &str, &Value, u16); 4] = [
+        ("tools/list", carl.as_str(), &list, 200),
+        ("tools/call", carl.as_str(), &call, 200),
+        ("tools/call", carl.as_str(), &refused, 200),
+        ("tools/list", stranger.as_str(), &list, 404),
+    ];
+    for (method, token, params, status) in cases {
+        let at = fast();
+        let quick = send(path.clone(), token.to_owned(), method, params.clone()).await;
+        assert_eq!(fast(), at + 1, "{method}: the fast path took it");
+        let routed = send(
+            routed_path.clone(),
+            token.to_owned(),
+            method,
+            params.clone(),
+        )
+        .await;
+        assert_eq!(fast(), at + 1, "{method}: the router took it");
+        assert_eq!(
+            quick.status.as_u16(),
+            status,
+            "{method}: {}",
+            String::from_utf8_lossy(&quick.bytes)
+        );
+        assert_eq!(quick.status, routed.status, "{method}");
+        assert_eq!(headers(&quick), headers(&routed), "{method}");
+        assert_eq!(quick.header("x-request-id").map(|v| v.len()), Some(36));
+        if status == 200 {
+            assert_eq!(quick.bytes, routed.bytes, "{method}");
+        } else {
+            // A problem names its own request id; the rest is the same.
+            let strip = |r: &Resp| {
+                let mut v = r.json();
+                v.as_object_mut().unwrap().remove("request_id");
+                v
+            };
+            assert_eq!(strip(&quick), strip(&routed), "{method}");
+        }
+    }
+    // The forwarded call reached the upstream once each way; the refused
+    // one never.
+    assert_eq!(up.tool_calls("list_files"), 2);
+    assert_eq!(up.tool_calls("delete_everything"), 0);
+    // The request metrics count the fast path's answers under the
+    // endpoint's template, as the router's: the stranger's three 404s.
+    let metrics = app.send("GET", "/metrics", None, None).await;
+    let text = String::from_utf8_lossy(&metrics.bytes);
+    let want = r#"pinfold_http_requests_total{route="/t/{tenant}/mcp/{*server}",method="POST",status="404"} 3"#;
+    assert!(text.lines().any(|l| l == want), "{text}");
+}

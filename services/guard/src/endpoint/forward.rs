@@ -258,7 +258,7 @@ pub(super) async fn pass_back(
     };
     // Nothing of ours to remove, no list to cut: the answer goes back as
     // it came, unparsed (a notification would come on a stream, not here).
-    if cut.is_none() && !contains(&bytes, guard::PINFOLD_META_PREFIX.as_bytes()) {
+    if cut.is_none() && !may_hold_reserved(&bytes) {
         let mut r = (
             status,
             [(
@@ -289,4 +289,45 @@ pub(super) async fn pass_back(
 /// Whether `needle` occurs in `haystack`.
 pub(super) fn contains(haystack: &[u8], needle: &[u8]) -> bool {
     !needle.is_empty() && haystack.windows(needle.len()).any(|w| w == needle)
+}
+
+/// Whether an upstream's JSON may name one of Pinfold's reserved `_meta`
+/// keys: the prefix as written, or an escape that could spell one of its
+/// characters once decoded (`\u0067`, `\/`; the other escapes decode to
+/// characters no reserved key holds). Only a body with none of them goes
+/// back unparsed; the others are parsed, and the parse decodes escapes
+/// before the keys are compared.
+pub(super) fn may_hold_reserved(body: &[u8]) -> bool {
+    contains(body, guard::PINFOLD_META_PREFIX.as_bytes())
+        || body
+            .windows(2)
+            .any(|w| w[0] == b'\\' && matches!(w[1], b'u' | b'/'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_reserved_key_escaped_is_not_passed_unread() {
+        let plain =
+            br#"{"result":{"content":[{"type":"text","text":"a\nb \"q\""}],"_meta":{"x/y":1}}}"#;
+        assert!(!may_hold_reserved(plain));
+        for hidden in [
+            &br#"{"result":{"_meta":{"io.github.pinfold/guard":{}}}}"#[..],
+            br#"{"result":{"_meta":{"io.github.pinfold\/guard":{}}}}"#,
+            br#"{"result":{"_meta":{"io.github.pin\u0066old/guard":{}}}}"#,
+            br#"{"result":{"_meta":{"\u0069o.github.pinfold/guard":{}}}}"#,
+        ] {
+            assert!(
+                may_hold_reserved(hidden),
+                "{}",
+                String::from_utf8_lossy(hidden)
+            );
+            // Parsed, the key is the reserved one and is removed.
+            let mut v: Value = serde_json::from_slice(hidden).unwrap();
+            super::super::rpc::strip_reserved_meta(&mut v);
+            assert_eq!(v["result"]["_meta"], serde_json::json!({}), "{v}");
+        }
+    }
 }

@@ -180,8 +180,19 @@ impl LiveRoute {
         })
     }
 
+    /// The review in force, when there is one now (no wait).
+    pub fn review_now(&self) -> Option<Arc<ToolsReview>> {
+        match &*self.review.borrow() {
+            ReviewState::Ready(r) => Some(r.clone()),
+            _ => None,
+        }
+    }
+
     /// The review in force, waiting at most `wait` for a pending one.
     pub async fn review(&self, wait: Duration) -> Result<Arc<ToolsReview>, ReviewState> {
+        if let Some(r) = self.review_now() {
+            return Ok(r);
+        }
         let mut rx = self.review.clone();
         let state =
             tokio::time::timeout(wait, rx.wait_for(|s| !matches!(s, ReviewState::Pending))).await;

@@ -109,27 +109,56 @@ fn unreadable(body: &[u8]) -> Response {
     }
 }
 
-/// `POST`: one JSON-RPC message from the client.
-///
-/// The message is read in two steps: its head (method, id, name, the
-/// per-request `_meta` the endpoint decides on) without building a tree,
-/// which is all a `tools/list` needs; the whole message only for what is
-/// forwarded or checked member by member.
+/// `POST`: one JSON-RPC message from the client, its body read under the
+/// server's body limit and handed to [`EndpointState::message`].
 async fn post_mcp(
     State(st): State<EndpointState>,
     Path((tenant, server)): Path<(String, String)>,
     auth: Result<Auth, ApiError>,
     req: Request,
 ) -> Response {
-    // The headers are taken, not copied; the body is read under the
-    // server's body limit.
+    // The headers are taken, not copied.
     let (mut parts, body) = req.into_parts();
     let headers = std::mem::take(&mut parts.headers);
     let body = match Bytes::from_request(Request::from_parts(parts, body), &()).await {
         Ok(b) => b,
         Err(rejection) => return rejection.into_response(),
     };
-    let (tenant, principal) = match admit(&st, &headers, auth, &tenant, &server) {
+    st.message(&tenant, &server, auth, headers, body).await
+}
+
+impl EndpointState {
+    /// One JSON-RPC message from a client to `server`'s route in
+    /// `tenant` (the path's segments, percent-decoded), its body read:
+    /// what a `POST` on the endpoint answers. The server also calls this
+    /// before routing, for a caller it authenticated from memory, so the
+    /// endpoint's hottest requests skip the router's work.
+    ///
+    /// The message is read in two steps: its head (method, id, name, the
+    /// per-request `_meta` the endpoint decides on) without building a
+    /// tree, which is all a `tools/list` needs; the whole message only for
+    /// what is forwarded or checked member by member.
+    pub async fn message(
+        &self,
+        tenant: &str,
+        server: &str,
+        auth: Result<Auth, ApiError>,
+        headers: HeaderMap,
+        body: Bytes,
+    ) -> Response {
+        post_message(self, tenant, server, auth, headers, body).await
+    }
+}
+
+async fn post_message(
+    st: &EndpointState,
+    tenant: &str,
+    server: &str,
+    auth: Result<Auth, ApiError>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let (tenant, principal) = match admit(st, &headers, auth, tenant, server) {
         Ok(a) => a,
         Err(r) => return r,
     };
@@ -144,7 +173,7 @@ async fn post_mcp(
             "Invalid Request: an id is a string, a number or null",
         );
     }
-    let live = match live(&st, &tenant, &server).await {
+    let live = match live(st, &tenant, server).await {
         Ok(l) => l,
         Err(r) => return r,
     };
@@ -163,13 +192,13 @@ async fn post_mcp(
         };
         let pass = passed(&headers);
         if method == Some("initialize") {
-            return initialize(&st, &tenant, &principal, &live, msg, pass).await;
+            return initialize(st, &tenant, &principal, &live, msg, pass).await;
         }
-        return discover(&st, &live, msg, pass).await;
+        return discover(st, &live, msg, pass).await;
     }
     let session_id = header_str(&headers, &SESSION_HEADER);
     let (upstream_session, extension) = match session_id {
-        Some(sid) => match ClientSession::open(&*st.0.sealer, &tenant, &server, sid, now_ms()) {
+        Some(sid) => match ClientSession::open(&*st.0.sealer, &tenant, server, sid, now_ms()) {
             Some(s) if s.sub == principal.sub && s.digest == live.approved.digest => {
                 (s.upstream, s.extension)
             }
@@ -193,7 +222,7 @@ async fn post_mcp(
     if method == Some("tools/list")
         && let Some(id) = head.id
     {
-        return served_list(&st, &live, extension, modern, id).await;
+        return served_list(st, &live, extension, modern, id).await;
     }
     let Ok(msg) = serde_json::from_slice::<Value>(&body) else {
         return unreadable(&body);
@@ -211,19 +240,19 @@ async fn post_mcp(
     let (Some(method), Some(id)) = (method, id) else {
         // A notification, or the client's answer to a request of the
         // upstream's: it goes on as it is.
-        return forward(&st, &call, &msg, None).await;
+        return forward(st, &call, &msg, None).await;
     };
     match method.as_str() {
-        "tools/call" => tools_call(&st, &call, &id, &msg).await,
-        "tools/resolve" | "tools/annotations" => resolve_for_client(&st, &call, &id, &msg).await,
+        "tools/call" => tools_call(st, &call, &id, &msg).await,
+        "tools/resolve" | "tools/annotations" => resolve_for_client(st, &call, &id, &msg).await,
         "prompts/get" => {
             let name = msg
                 .pointer("/params/name")
                 .and_then(Value::as_str)
                 .unwrap_or("");
             match guard::prompt_get(&call.live.signature, name, call.live.fingerprint.mode) {
-                Ok(()) => forward(&st, &call, &msg, None).await,
-                Err(r) => refuse(&st, &id, r.to_error()),
+                Ok(()) => forward(st, &call, &msg, None).await,
+                Err(r) => refuse(st, &id, r.to_error()),
             }
         }
         "resources/read" => {
@@ -232,14 +261,14 @@ async fn post_mcp(
                 .and_then(Value::as_str)
                 .unwrap_or("");
             match guard::resource_read(&call.live.signature, uri, call.live.fingerprint.mode) {
-                Ok(()) => forward(&st, &call, &msg, None).await,
-                Err(r) => refuse(&st, &id, r.to_error()),
+                Ok(()) => forward(st, &call, &msg, None).await,
+                Err(r) => refuse(st, &id, r.to_error()),
             }
         }
-        "prompts/list" => forward(&st, &call, &msg, Some("prompts")).await,
-        "resources/list" => forward(&st, &call, &msg, Some("resources")).await,
-        "resources/templates/list" => forward(&st, &call, &msg, Some("resourceTemplates")).await,
-        _ => forward(&st, &call, &msg, None).await,
+        "prompts/list" => forward(st, &call, &msg, Some("prompts")).await,
+        "resources/list" => forward(st, &call, &msg, Some("resources")).await,
+        "resources/templates/list" => forward(st, &call, &msg, Some("resourceTemplates")).await,
+        _ => forward(st, &call, &msg, None).await,
     }
 }
 

@@ -34,32 +34,35 @@ pub(super) async fn served_list(
     id: &RawValue,
 ) -> Response {
     match live.review(st.0.config.review_wait).await {
-        Ok(review) => {
-            let rendered = live.list_bytes(&review, extension, modern);
-            let id = id.get().as_bytes();
-            let mut out = Vec::with_capacity(rendered.len() + id.len() + 40);
-            out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
-            out.extend_from_slice(id);
-            out.extend_from_slice(b",\"result\":");
-            out.extend_from_slice(&rendered);
-            out.push(b'}');
-            let mut resp = (
-                [(
-                    header::CONTENT_TYPE,
-                    HeaderValue::from_static("application/json"),
-                )],
-                out,
-            )
-                .into_response();
-            resp.extensions_mut()
-                .insert(pinfold_http::problem::NotAProblem);
-            resp
-        }
+        Ok(review) => list_response(&live.list_bytes(&review, extension, modern), id),
         Err(state) => {
             let id: Value = serde_json::from_str(id.get()).unwrap_or(Value::Null);
             json_response(StatusCode::OK, &unavailable(&id, &state))
         }
     }
+}
+
+/// The served list's answer: `rendered` in an envelope carrying the
+/// request's id exactly as the client wrote it.
+pub(super) fn list_response(rendered: &[u8], id: &RawValue) -> Response {
+    let id = id.get().as_bytes();
+    let mut out = Vec::with_capacity(rendered.len() + id.len() + 40);
+    out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
+    out.extend_from_slice(id);
+    out.extend_from_slice(b",\"result\":");
+    out.extend_from_slice(rendered);
+    out.push(b'}');
+    let mut resp = (
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        )],
+        out,
+    )
+        .into_response();
+    resp.extensions_mut()
+        .insert(pinfold_http::problem::NotAProblem);
+    resp
 }
 
 pub(super) fn refuse(st: &EndpointState, id: &Value, err: Value) -> Response {
