@@ -312,6 +312,51 @@ def seed_resolve_result(rd: Path, tools: list):
     return w.count
 
 
+def seed_message_head(rd: Path, tools: list):
+    """Client messages as MCP clients send them: calls of real tools with
+    arguments named after their input schemas' properties, lists and
+    initializations on both protocol revisions, notifications; in several
+    spellings, some with non-ASCII text escaped as \\u."""
+    w = Writer("message_head")
+    modern = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "seed", "version": "1"},
+    }
+    with_extension = copy.deepcopy(modern)
+    with_extension["io.modelcontextprotocol/clientCapabilities"] = {
+        "extensions": {"io.modelcontextprotocol/tool-resolution": {}}
+    }
+    for i in range(48):
+        tool = slim_tool(rng.choice(tools))
+        props = list((tool.get("inputSchema") or {}).get("properties", {}).keys())[:4]
+        arguments = {p: rng.choice(["/tmp", 3, True, None, ["a"], "caf\u00e9"]) for p in props}
+        kind = i % 6
+        msg_id = rng.choice([i, f"req-{i}", -i, 0.5 + i])
+        if kind == 0:
+            msg = {"jsonrpc": "2.0", "id": msg_id, "method": "tools/call",
+                   "params": {"name": tool["name"], "arguments": arguments}}
+        elif kind == 1:
+            msg = {"jsonrpc": "2.0", "id": msg_id, "method": "tools/call",
+                   "params": {"name": tool["name"], "arguments": arguments, "_meta": modern}}
+        elif kind == 2:
+            msg = {"jsonrpc": "2.0", "id": msg_id, "method": "tools/list",
+                   "params": {"_meta": rng.choice([modern, with_extension])}}
+        elif kind == 3:
+            msg = {"jsonrpc": "2.0", "id": msg_id, "method": "initialize",
+                   "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                              "clientInfo": {"name": "seed", "version": "1"}}}
+        elif kind == 4:
+            msg = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+        else:
+            msg = {"jsonrpc": "2.0", "id": msg_id, "method": "resources/read",
+                   "params": {"uri": "file:///" + tool["name"]}}
+        style = i % 3
+        text = json.dumps(msg, ensure_ascii=(style == 2), separators=(",", ":") if style == 0 else None)
+        w.add(text)
+    return w.count
+
+
 def main():
     rd = realdata()
     tools = [load(p) for p in sorted((rd / "github-toolsnaps").glob("*.json"))]
@@ -325,7 +370,8 @@ def main():
     if CORPUS.exists():
         shutil.rmtree(CORPUS)
     counts = {}
-    for target in ("json_card", "canon", "bearer", "resolve_key", "scope_plan", "resolve_result"):
+    for target in ("json_card", "canon", "bearer", "resolve_key", "scope_plan", "resolve_result",
+                   "message_head"):
         (CORPUS / target).mkdir(parents=True)
     counts["json_card"] = seed_json_card(rd, tools, registry)
     counts["canon"] = seed_canon(rd, tools, registry)
@@ -333,6 +379,7 @@ def main():
     counts["resolve_key"] = seed_resolve_key(rd, tools)
     counts["scope_plan"] = seed_scope_plan(rd)
     counts["resolve_result"] = seed_resolve_result(rd, tools)
+    counts["message_head"] = seed_message_head(rd, tools)
     total = sum(f.stat().st_size for f in CORPUS.rglob("*") if f.is_file())
     for k, v in counts.items():
         print(f"{k}: {v} inputs")

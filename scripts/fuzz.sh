@@ -14,7 +14,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../fuzz"
 SECONDS_PER_TARGET=${1:-60}
 CARGO_FUZZ_VERSION=0.13.1
-TARGETS=(json_card canon bearer resolve_key scope_plan resolve_result)
+TARGETS=(json_card canon bearer resolve_key scope_plan resolve_result message_head)
 export RUSTC_BOOTSTRAP=1
 export CARGO_TERM_COLOR=never
 fail() { echo "fuzz FAILED: $*" >&2; exit 1; }

@@ -620,6 +620,17 @@ async fn who_may_connect_and_what_a_session_id_opens() {
             &b"[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}]"[..],
             -32600,
         ),
+        // An array is no message, even one serde could read field by
+        // position as a request.
+        (&b"[\"tools/list\", 1]"[..], -32600),
+        (
+            &b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\",\"method\":\"x\"}"[..],
+            -32600,
+        ),
+        (
+            &b"{\"jsonrpc\":\"2.0\",\"id\":01,\"method\":\"tools/list\"}"[..],
+            -32700,
+        ),
     ] {
         let r = app
             .send_raw(

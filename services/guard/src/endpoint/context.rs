@@ -78,7 +78,8 @@ pub(super) struct Inner {
     pub(super) egress: TenantEgress,
     pub(super) config: GuardConfig,
     pub(super) stats: Arc<GuardStats>,
-    pub(super) routes: moka::sync::Cache<(TenantId, String), Arc<LiveRoute>>,
+    /// Keyed by [`with_route_key`].
+    pub(super) routes: moka::sync::Cache<Box<str>, Arc<LiveRoute>>,
 }
 
 impl EndpointState {
@@ -115,9 +116,7 @@ impl EndpointState {
     /// Forgets what this replica holds of a tenant's route (after a write
     /// to it): the next request builds it anew.
     pub fn forget(&self, tenant: &TenantId, server: &str) {
-        self.0
-            .routes
-            .invalidate(&(tenant.clone(), server.to_ascii_lowercase()));
+        with_route_key(tenant, server, |key| self.0.routes.invalidate(key));
     }
 }
 
@@ -125,6 +124,32 @@ impl RouteWritten for EndpointState {
     fn route_written(&self, tenant: &TenantId, server: &str) {
         self.forget(tenant, server);
     }
+}
+
+/// Calls `f` with the key of `server`'s route in `tenant` in the routes
+/// this replica serves: the tenant, a line feed (which no tenant id
+/// holds), the server's name in lowercase. Written on the stack when it is
+/// short, so a lookup allocates nothing.
+pub(super) fn with_route_key<R>(tenant: &TenantId, server: &str, f: impl FnOnce(&str) -> R) -> R {
+    let mut buf = [0u8; 256];
+    let t = tenant.as_str().as_bytes();
+    let n = t.len() + 1 + server.len();
+    if let Some(out) = buf.get_mut(..n) {
+        out[..t.len()].copy_from_slice(t);
+        out[t.len()] = b'\n';
+        for (d, c) in out[t.len() + 1..].iter_mut().zip(server.bytes()) {
+            *d = c.to_ascii_lowercase();
+        }
+        // Lowercasing ASCII keeps UTF-8 valid: this always reads.
+        if let Ok(key) = std::str::from_utf8(out) {
+            return f(key);
+        }
+    }
+    f(&format!(
+        "{}\n{}",
+        tenant.as_str(),
+        server.to_ascii_lowercase()
+    ))
 }
 
 pub(super) fn now_ms() -> i64 {

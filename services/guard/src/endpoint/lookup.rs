@@ -22,7 +22,7 @@ use super::live::{Fingerprint, LiveRoute, TaskConfig};
 use super::upstream::{Outbound, Target};
 use crate::model::{GuardRoute, headers_context};
 
-use super::context::{EndpointState, now_ms};
+use super::context::{EndpointState, now_ms, with_route_key};
 
 pub(super) fn route_not_found() -> Response {
     ApiError::new(
@@ -40,8 +40,7 @@ pub(super) async fn live(
     tenant: &TenantId,
     server: &str,
 ) -> Result<Arc<LiveRoute>, Response> {
-    let key = (tenant.clone(), server.to_ascii_lowercase());
-    let cached = st.0.routes.get(&key);
+    let cached = with_route_key(tenant, server, |key| st.0.routes.get(key));
     if let Some(l) = &cached
         && l.checked
             .lock()
@@ -122,7 +121,9 @@ pub(super) async fn live(
         },
         on_drift,
     );
-    st.0.routes.insert(key, l.clone());
+    with_route_key(tenant, server, |key| {
+        st.0.routes.insert(key.into(), l.clone())
+    });
     Ok(l)
 }
 

@@ -40,6 +40,7 @@
 mod admission;
 mod context;
 mod forward;
+pub mod head;
 pub mod live;
 mod lookup;
 mod protocol;
@@ -66,7 +67,7 @@ use context::{Call, now_ms};
 pub use context::{EndpointState, GuardConfig, GuardStats};
 use forward::{discover, forward, initialize, pass_back};
 use lookup::{live, outbound};
-use protocol::{Head, check_modern_headers, header_str, passed};
+use protocol::{check_modern_headers, header_str, passed};
 use rpc::transport_error;
 use session::ClientSession;
 
@@ -162,9 +163,8 @@ async fn post_message(
         Ok(a) => a,
         Err(r) => return r,
     };
-    let head: Head<'_> = match serde_json::from_slice(&body) {
-        Ok(h) => h,
-        Err(_) => return unreadable(&body),
+    let Ok(head) = head::read(&body) else {
+        return unreadable(&body);
     };
     if !head.id_is_valid() {
         return transport_error(
@@ -210,7 +210,7 @@ async fn post_message(
                 );
             }
         },
-        None if modern => (None, head.advertises_extension()),
+        None if modern => (None, head.extension),
         None => {
             return transport_error(
                 StatusCode::BAD_REQUEST,

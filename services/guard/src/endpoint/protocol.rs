@@ -2,14 +2,11 @@
 //! the 2026-07-28 header checks, the revision and extension a request
 //! names, and the errors the guard answers in its own name.
 
-use std::borrow::Cow;
-
 use axum::http::HeaderMap;
 use pinfold_core::guard::{self, NOT_READY, UPSTREAM_UNAVAILABLE};
-use serde::Deserialize;
-use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
+use super::head::Head;
 use super::live::ReviewState;
 use super::rpc::error;
 use super::upstream::{LAST_EVENT_ID, METHOD_HEADER, NAME_HEADER, PROTOCOL_HEADER, UpstreamError};
@@ -40,59 +37,13 @@ pub(super) fn header_str<'a>(
     headers.get(name).and_then(|v| v.to_str().ok())
 }
 
-/// What the endpoint reads of a client's message before deciding what to
-/// do with it, borrowed from the body: no tree is built, and a `tools/list`
-/// is answered from this alone. A member of the wrong type makes the whole
-/// message invalid (`-32600`), as it would be to the upstream.
-#[derive(Debug, Deserialize)]
-pub(super) struct Head<'a> {
-    #[serde(borrow, default)]
-    pub method: Option<Cow<'a, str>>,
-    /// The id as sent (a JSON-RPC id is a string, a number or `null`).
-    #[serde(borrow, default)]
-    pub id: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    pub params: Option<HeadParams<'a>>,
-}
-
-/// The members of `params` the endpoint decides on.
-#[derive(Debug, Default, Deserialize)]
-pub(super) struct HeadParams<'a> {
-    #[serde(borrow, default)]
-    pub name: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    pub uri: Option<Cow<'a, str>>,
-    #[serde(borrow, default, rename = "_meta")]
-    pub meta: Option<HeadMeta<'a>>,
-}
-
-/// The 2026-07-28 per-request `_meta` members the endpoint reads.
-#[derive(Debug, Default, Deserialize)]
-pub(super) struct HeadMeta<'a> {
-    #[serde(borrow, default, rename = "io.modelcontextprotocol/protocolVersion")]
-    pub protocol_version: Option<Cow<'a, str>>,
-    #[serde(default, rename = "io.modelcontextprotocol/clientCapabilities")]
-    pub client_capabilities: Option<Capabilities>,
-}
-
-/// The client capabilities a request names: only whether it advertises the
-/// tool-resolution extension matters here.
-#[derive(Debug, Default, Deserialize)]
-pub(super) struct Capabilities {
-    #[serde(default)]
-    extensions: Option<serde_json::Map<String, Value>>,
-}
-
 impl Head<'_> {
-    fn meta(&self) -> Option<&HeadMeta<'_>> {
-        self.params.as_ref()?.meta.as_ref()
-    }
-
-    /// Whether the id is one JSON-RPC allows.
+    /// Whether the id is one JSON-RPC allows (a string, a number or
+    /// `null`; an absent id is a notification).
     pub fn id_is_valid(&self) -> bool {
         self.id.is_none_or(|raw| {
             matches!(
-                raw.get().as_bytes().first(),
+                raw.as_bytes().first(),
                 Some(b'"' | b'-' | b'0'..=b'9' | b'n')
             )
         })
@@ -101,21 +52,12 @@ impl Head<'_> {
     /// Whether the request is a 2026-07-28 one (its `_meta` names the
     /// version).
     pub fn is_modern(&self) -> bool {
-        self.meta().and_then(|m| m.protocol_version.as_deref()) == Some(super::live::MODERN_VERSION)
-    }
-
-    /// Whether the request's own capabilities advertise tool resolution.
-    pub fn advertises_extension(&self) -> bool {
-        self.meta()
-            .and_then(|m| m.client_capabilities.as_ref())
-            .and_then(|c| c.extensions.as_ref())
-            .is_some_and(|e| e.contains_key(guard::TOOL_RESOLUTION))
+        self.protocol_version.as_deref() == Some(super::live::MODERN_VERSION)
     }
 
     /// The tool or prompt name, else the resource URI, the request names.
-    pub fn name(&self) -> Option<&str> {
-        let p = self.params.as_ref()?;
-        p.name.as_deref().or(p.uri.as_deref())
+    pub fn named(&self) -> Option<&str> {
+        self.name.as_deref().or(self.uri.as_deref())
     }
 }
 
@@ -129,13 +71,13 @@ pub(super) fn check_modern_headers(headers: &HeaderMap, head: &Head<'_>) -> Resu
         ));
     }
     if let Some(h) = header_str(headers, &NAME_HEADER)
-        && head.name() != Some(h)
+        && head.named() != Some(h)
     {
         return Err(format!("Mcp-Name {h:?} does not match the body"));
     }
     if let (Some(h), Some(v)) = (
         header_str(headers, &PROTOCOL_HEADER),
-        head.meta().and_then(|m| m.protocol_version.as_deref()),
+        head.protocol_version.as_deref(),
     ) && h != v
     {
         return Err(format!(
