@@ -118,10 +118,29 @@ struct SerdeCapabilities {
 /// Nesting deeper than this is declined (serde's own limit is 128).
 const MAX_DEPTH: u32 = 64;
 
+/// The characters a string holds as they are: printable ASCII but the
+/// quote and the backslash.
+static PLAIN: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut c = 0x20;
+    while c < 0x7f {
+        t[c] = c != b'"' as usize && c != b'\\' as usize;
+        c += 1;
+    }
+    t
+};
+
 /// The head of `body` in one pass, or `None` when it is not the plain case
 /// (module docs): the caller then asks [`parse`].
 pub fn scan(body: &[u8]) -> Option<Head<'_>> {
-    let mut s = Scanner { b: body, i: 0 };
+    // Checked once as a whole (word at a time for ASCII), so that every
+    // piece taken of it below is text without another pass.
+    let text = std::str::from_utf8(body).ok()?;
+    let mut s = Scanner {
+        b: body,
+        text,
+        i: 0,
+    };
     s.ws();
     if s.peek()? != b'{' {
         return None;
@@ -143,7 +162,7 @@ pub fn scan(body: &[u8]) -> Option<Head<'_>> {
             1 => {
                 let start = s.i;
                 s.skip(2)?;
-                let raw = std::str::from_utf8(&s.b[start..s.i]).ok()?;
+                let raw = s.text.get(start..s.i)?;
                 head.id = (raw != "null").then_some(raw);
             }
             _ => s.params(&mut head)?,
@@ -154,8 +173,50 @@ pub fn scan(body: &[u8]) -> Option<Head<'_>> {
     (s.i == body.len()).then_some(head)
 }
 
+/// How many characters at the start of `s` are [`PLAIN`]: eight at a
+/// time, the first that is not found in its word by [`not_plain`]; the
+/// last few one by one.
+fn plain_run(s: &[u8]) -> usize {
+    let mut j = 0;
+    while let Some(chunk) = s.get(j..j + 8)
+        && let Ok(word) = <[u8; 8]>::try_from(chunk)
+    {
+        let flags = not_plain(u64::from_le_bytes(word));
+        if flags != 0 {
+            return j + (flags.trailing_zeros() / 8) as usize;
+        }
+        j += 8;
+    }
+    while let Some(&c) = s.get(j)
+        && PLAIN[usize::from(c)]
+    {
+        j += 1;
+    }
+    j
+}
+
+/// The bytes of `x` (read little-endian) that are not [`PLAIN`], as the
+/// high bit of each: a byte with its high bit, below a space, a quote, a
+/// backslash or DEL. A test can also flag a byte above (later than) one it
+/// truly flags, as its borrow runs upward, never one below: the lowest flag
+/// is always exact, and no flag means every byte is plain.
+const fn not_plain(x: u64) -> u64 {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    const fn below(x: u64, n: u64) -> u64 {
+        x.wrapping_sub(ONES * n) & !x & HIGH
+    }
+    (x & HIGH)
+        | below(x, 0x20)
+        | below(x ^ (ONES * 0x22), 1)
+        | below(x ^ (ONES * 0x5c), 1)
+        | below(x ^ (ONES * 0x7f), 1)
+}
+
 struct Scanner<'a> {
     b: &'a [u8],
+    /// `b` as text.
+    text: &'a str,
     i: usize,
 }
 
@@ -179,24 +240,27 @@ impl<'a> Scanner<'a> {
     fn string(&mut self) -> Option<(&'a str, bool)> {
         self.eat(b'"')?;
         let start = self.i;
+        let rest = &self.b[start..];
+        let mut j = 0;
         let mut escaped = false;
         loop {
-            match self.peek()? {
+            // The run of plain characters, then what ends it.
+            j += plain_run(&rest[j..]);
+            match rest.get(j)? {
                 b'"' => break,
                 b'\\' => {
-                    let e = *self.b.get(self.i + 1)?;
+                    let e = *rest.get(j + 1)?;
                     if !matches!(e, b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't') {
                         return None;
                     }
                     escaped = true;
-                    self.i += 2;
+                    j += 2;
                 }
-                0x20..=0x7e => self.i += 1,
                 _ => return None,
             }
         }
-        let text = std::str::from_utf8(&self.b[start..self.i]).ok()?;
-        self.i += 1;
+        let text = self.text.get(start..start + j)?;
+        self.i = start + j + 1;
         Some((text, escaped))
     }
 
@@ -460,6 +524,34 @@ mod tests {
         let deep = format!("{{\"id\":1,\"x\":{}{}}}", "[".repeat(70), "]".repeat(70));
         assert_eq!(scan(deep.as_bytes()), None);
         assert!(parse(deep.as_bytes()).is_ok());
+    }
+
+    #[test]
+    fn the_first_byte_that_is_not_plain_is_found_in_its_word() {
+        let odd = [0x00, 0x1f, 0x20, 0x22, 0x5c, 0x7e, 0x7f, 0x80, 0xff, b'a'];
+        for b in 0..=255u8 {
+            for at in 0..8 {
+                for c in odd {
+                    for later in at + 1..=8 {
+                        // `b` at `at`, `c` at `later` (when in the word).
+                        let mut word = *b"abcdefgh";
+                        word[at] = b;
+                        if later < 8 {
+                            word[later] = c;
+                        }
+                        let want = word.iter().position(|&x| !PLAIN[usize::from(x)]);
+                        let mut bytes = word.to_vec();
+                        bytes.extend_from_slice(b"ijkl\"");
+                        assert_eq!(plain_run(&bytes), want.unwrap_or(12), "{word:?}");
+                        assert_eq!(not_plain(u64::from_le_bytes(word)) == 0, want.is_none());
+                    }
+                }
+            }
+        }
+        assert_eq!(plain_run(b"abcdefghijklmnop\"q"), 16);
+        assert_eq!(plain_run(b"abcdefghij\\klm"), 10);
+        assert_eq!(plain_run(b"abc"), 3);
+        assert_eq!(plain_run(b""), 0);
     }
 
     /// A JSON value, well formed or nearly: the forms the scanner
