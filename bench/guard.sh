@@ -18,14 +18,22 @@
 # at half the guard's call throughput for both, for the mean latency the
 # guard adds. Servers and the upstream on CPU 0, the load on CPU 1.
 #
+# On a shared VM one run's figures move by a tenth or more between runs
+# with nothing changed, so the runs come in ROUNDS (default 5), each one
+# measuring every pair back to back (bare, then the guard), and the figures
+# reported are the medians of the rounds' ratios and differences, with
+# their range.
+#
 #   bench/guard.sh        # PINFOLD_BIN, UPSTREAM_BIN, BARE_BIN default to target/release/
+#   ROUNDS=3 DURATION=5s bench/guard.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PINFOLD_BIN=${PINFOLD_BIN:-target/release/pinfold}
 UPSTREAM_BIN=${UPSTREAM_BIN:-target/release/pinfold-example-upstream}
 BARE_BIN=${BARE_BIN:-target/release/bare}
 OPENLOOP_BIN=${OPENLOOP_BIN:-target/release/openloop}
-DURATION=${DURATION:-10s}
+DURATION=${DURATION:-5s}
+ROUNDS=${ROUNDS:-5}
 CONNECTIONS=${CONNECTIONS:-8}
 export PINFOLD_RATE_LIMITS__ENABLED=false
 [ -x "$PINFOLD_BIN" ] || cargo build --release --locked --bin pinfold >&2
@@ -101,18 +109,28 @@ ol_run() {
     echo "$mean" >"$work/$name.mean"
 }
 
-echo "pinfold $("$PINFOLD_BIN" --version | awk '{print $2}') on $(nproc) cores; load average $(cut -d' ' -f1-3 /proc/loadavg); $DURATION per run, $CONNECTIONS connections"
-wrk_run "bare mcp" "http://127.0.0.1:$BARE/mcp" "$work/call.json" "$call_h"
-wrk_run "guard call" "$GUARD" "$work/call.json" "$call_h$auth"
-wrk_run "bare bytes" "http://127.0.0.1:$BARE/bytes" "$work/list.json" "$list_h"
-wrk_run "guard list" "$GUARD" "$work/list.json" "$list_h$auth"
-rate=$(awk '{printf "%d", $1 / 2}' "$work/guard call.rps")
-ol_run "bare mcp" "$rate" "http://127.0.0.1:$BARE/mcp" "$work/call.json" "$call_h"
-ol_run "guard call" "$rate" "$GUARD" "$work/call.json" "$call_h$auth"
+echo "pinfold $("$PINFOLD_BIN" --version | awk '{print $2}') on $(nproc) cores; load average $(cut -d' ' -f1-3 /proc/loadavg); $ROUNDS rounds of $DURATION per run, $CONNECTIONS connections"
+: >"$work/call.ratios"; : >"$work/list.ratios"; : >"$work/latency.diffs"
+for round in $(seq 1 "$ROUNDS"); do
+    echo "round $round"
+    wrk_run "bare mcp" "http://127.0.0.1:$BARE/mcp" "$work/call.json" "$call_h"
+    wrk_run "guard call" "$GUARD" "$work/call.json" "$call_h$auth"
+    wrk_run "bare bytes" "http://127.0.0.1:$BARE/bytes" "$work/list.json" "$list_h"
+    wrk_run "guard list" "$GUARD" "$work/list.json" "$list_h$auth"
+    rate=$(awk '{printf "%d", $1 / 2}' "$work/guard call.rps")
+    ol_run "bare mcp" "$rate" "http://127.0.0.1:$BARE/mcp" "$work/call.json" "$call_h"
+    ol_run "guard call" "$rate" "$GUARD" "$work/call.json" "$call_h$auth"
+    awk -v g="$(cat "$work/guard call.rps")" -v b="$(cat "$work/bare mcp.rps")" 'BEGIN{print g/b}' >>"$work/call.ratios"
+    awk -v g="$(cat "$work/guard list.rps")" -v b="$(cat "$work/bare bytes.rps")" 'BEGIN{print g/b}' >>"$work/list.ratios"
+    awk -v g="$(cat "$work/guard call.mean")" -v b="$(cat "$work/bare mcp.mean")" 'BEGIN{print (g-b)/1000}' >>"$work/latency.diffs"
+done
+# summary FILE FORMAT → "median (min .. max)" of the numbers in FILE
+summary() {
+    sort -g "$1" | awk -v f="$2" '{v[NR]=$1} END {m = (NR % 2) ? v[(NR+1)/2] : (v[NR/2] + v[NR/2+1]) / 2;
+        printf f " (" f " .. " f ")", m, v[1], v[NR]}'
+}
 echo
-awk -v g="$(cat "$work/guard call.rps")" -v b="$(cat "$work/bare mcp.rps")" \
-    'BEGIN{printf "tools/call pass-through: %.2f x the bare forwarder'"'"'s throughput (target >= 0.8)\n", g/b}'
-awk -v g="$(cat "$work/guard list.rps")" -v b="$(cat "$work/bare bytes.rps")" \
-    'BEGIN{printf "served tools/list:       %.2f x a bare handler of the same bytes (target >= 0.8)\n", g/b}'
-awk -v g="$(cat "$work/guard call.mean")" -v b="$(cat "$work/bare mcp.mean")" \
-    'BEGIN{printf "added mean latency at half load: %.3f ms (target <= 0.15 ms)\n", (g-b)/1000}'
+echo "medians of $ROUNDS rounds (range):"
+echo "tools/call pass-through: $(summary "$work/call.ratios" %.2f) x the bare forwarder's throughput (target >= 0.8)"
+echo "served tools/list:       $(summary "$work/list.ratios" %.2f) x a bare handler of the same bytes (target >= 0.8)"
+echo "added mean latency at half load: $(summary "$work/latency.diffs" %.3f) ms (target <= 0.15 ms)"
