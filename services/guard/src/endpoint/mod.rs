@@ -147,128 +147,118 @@ impl EndpointState {
         headers: HeaderMap,
         body: Bytes,
     ) -> Response {
-        post_message(self, tenant, server, auth, headers, body).await
-    }
-}
-
-async fn post_message(
-    st: &EndpointState,
-    tenant: &str,
-    server: &str,
-    auth: Result<Auth, ApiError>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Response {
-    let (tenant, principal) = match admit(st, &headers, auth, tenant, server) {
-        Ok(a) => a,
-        Err(r) => return r,
-    };
-    let Ok(head) = head::read(&body) else {
-        return unreadable(&body);
-    };
-    if !head.id_is_valid() {
-        return transport_error(
-            StatusCode::BAD_REQUEST,
-            -32600,
-            "Invalid Request: an id is a string, a number or null",
-        );
-    }
-    let live = match live(st, &tenant, server).await {
-        Ok(l) => l,
-        Err(r) => return r,
-    };
-    let modern = head.is_modern();
-    if modern && let Err(why) = check_modern_headers(&headers, &head) {
-        return transport_error(
-            StatusCode::BAD_REQUEST,
-            -32600,
-            &format!("Invalid Request: {why}"),
-        );
-    }
-    let method = head.method.as_deref();
-    if matches!(method, Some("initialize" | "server/discover")) {
-        let Ok(msg) = serde_json::from_slice::<Value>(&body) else {
+        let st = self;
+        let (tenant, principal) = match admit(st, &headers, auth, tenant, server) {
+            Ok(a) => a,
+            Err(r) => return r,
+        };
+        let Ok(head) = head::read(&body) else {
             return unreadable(&body);
         };
-        let pass = passed(&headers);
-        if method == Some("initialize") {
-            return initialize(st, &tenant, &principal, &live, msg, pass).await;
-        }
-        return discover(st, &live, msg, pass).await;
-    }
-    let session_id = header_str(&headers, &SESSION_HEADER);
-    let (upstream_session, extension) = match session_id {
-        Some(sid) => match ClientSession::open(&*st.0.sealer, &tenant, server, sid, now_ms()) {
-            Some(s) if s.sub == principal.sub && s.digest == live.approved.digest => {
-                (s.upstream, s.extension)
-            }
-            _ => {
-                return transport_error(
-                    StatusCode::NOT_FOUND,
-                    -32001,
-                    "Session not found: start a new session with initialize",
-                );
-            }
-        },
-        None if modern => (None, head.extension),
-        None => {
+        if !head.id_is_valid() {
             return transport_error(
                 StatusCode::BAD_REQUEST,
                 -32600,
-                "Bad Request: Mcp-Session-Id is required after initialize",
+                "Invalid Request: an id is a string, a number or null",
             );
         }
-    };
-    if method == Some("tools/list")
-        && let Some(id) = head.id
-    {
-        return served_list(st, &live, extension, modern, id).await;
-    }
-    let Ok(msg) = serde_json::from_slice::<Value>(&body) else {
-        return unreadable(&body);
-    };
-    let method = method.map(str::to_owned);
-    let id = msg.get("id").cloned();
-    let pass = passed(&headers);
-    let call = Call {
-        tenant,
-        body: Some(body),
-        live,
-        upstream_session,
-        pass,
-    };
-    let (Some(method), Some(id)) = (method, id) else {
-        // A notification, or the client's answer to a request of the
-        // upstream's: it goes on as it is.
-        return forward(st, &call, &msg, None).await;
-    };
-    match method.as_str() {
-        "tools/call" => tools_call(st, &call, &id, &msg).await,
-        "tools/resolve" | "tools/annotations" => resolve_for_client(st, &call, &id, &msg).await,
-        "prompts/get" => {
-            let name = msg
-                .pointer("/params/name")
-                .and_then(Value::as_str)
-                .unwrap_or("");
-            match guard::prompt_get(&call.live.signature, name, call.live.fingerprint.mode) {
-                Ok(()) => forward(st, &call, &msg, None).await,
-                Err(r) => refuse(st, &id, r.to_error()),
-            }
+        let live = match live(st, &tenant, server).await {
+            Ok(l) => l,
+            Err(r) => return r,
+        };
+        let modern = head.is_modern();
+        if modern && let Err(why) = check_modern_headers(&headers, &head) {
+            return transport_error(
+                StatusCode::BAD_REQUEST,
+                -32600,
+                &format!("Invalid Request: {why}"),
+            );
         }
-        "resources/read" => {
-            let uri = msg
-                .pointer("/params/uri")
-                .and_then(Value::as_str)
-                .unwrap_or("");
-            match guard::resource_read(&call.live.signature, uri, call.live.fingerprint.mode) {
-                Ok(()) => forward(st, &call, &msg, None).await,
-                Err(r) => refuse(st, &id, r.to_error()),
+        let method = head.method.as_deref();
+        if matches!(method, Some("initialize" | "server/discover")) {
+            let Ok(msg) = serde_json::from_slice::<Value>(&body) else {
+                return unreadable(&body);
+            };
+            let pass = passed(&headers);
+            if method == Some("initialize") {
+                return initialize(st, &tenant, &principal, &live, msg, pass).await;
             }
+            return discover(st, &live, msg, pass).await;
         }
-        "prompts/list" => forward(st, &call, &msg, Some("prompts")).await,
-        "resources/list" => forward(st, &call, &msg, Some("resources")).await,
-        "resources/templates/list" => forward(st, &call, &msg, Some("resourceTemplates")).await,
-        _ => forward(st, &call, &msg, None).await,
+        let session_id = header_str(&headers, &SESSION_HEADER);
+        let (upstream_session, extension) = match session_id {
+            Some(sid) => match ClientSession::open(&*st.0.sealer, &tenant, server, sid, now_ms()) {
+                Some(s) if s.sub == principal.sub && s.digest == live.approved.digest => {
+                    (s.upstream, s.extension)
+                }
+                _ => {
+                    return transport_error(
+                        StatusCode::NOT_FOUND,
+                        -32001,
+                        "Session not found: start a new session with initialize",
+                    );
+                }
+            },
+            None if modern => (None, head.extension),
+            None => {
+                return transport_error(
+                    StatusCode::BAD_REQUEST,
+                    -32600,
+                    "Bad Request: Mcp-Session-Id is required after initialize",
+                );
+            }
+        };
+        if method == Some("tools/list")
+            && let Some(id) = head.id
+        {
+            return served_list(st, &live, extension, modern, id).await;
+        }
+        let Ok(msg) = serde_json::from_slice::<Value>(&body) else {
+            return unreadable(&body);
+        };
+        let method = method.map(str::to_owned);
+        let id = msg.get("id").cloned();
+        let pass = passed(&headers);
+        let call = Call {
+            tenant,
+            body: Some(body),
+            live,
+            upstream_session,
+            pass,
+        };
+        let (Some(method), Some(id)) = (method, id) else {
+            // A notification, or the client's answer to a request of the
+            // upstream's: it goes on as it is.
+            return forward(st, &call, &msg, None).await;
+        };
+        match method.as_str() {
+            "tools/call" => tools_call(st, &call, &id, &msg).await,
+            "tools/resolve" | "tools/annotations" => resolve_for_client(st, &call, &id, &msg).await,
+            "prompts/get" => {
+                let name = msg
+                    .pointer("/params/name")
+                    .and_then(Value::as_str)
+                    .unwrap_or("");
+                match guard::prompt_get(&call.live.signature, name, call.live.fingerprint.mode) {
+                    Ok(()) => forward(st, &call, &msg, None).await,
+                    Err(r) => refuse(st, &id, r.to_error()),
+                }
+            }
+            "resources/read" => {
+                let uri = msg
+                    .pointer("/params/uri")
+                    .and_then(Value::as_str)
+                    .unwrap_or("");
+                match guard::resource_read(&call.live.signature, uri, call.live.fingerprint.mode) {
+                    Ok(()) => forward(st, &call, &msg, None).await,
+                    Err(r) => refuse(st, &id, r.to_error()),
+                }
+            }
+            "prompts/list" => forward(st, &call, &msg, Some("prompts")).await,
+            "resources/list" => forward(st, &call, &msg, Some("resources")).await,
+            "resources/templates/list" => forward(st, &call, &msg, Some("resourceTemplates")).await,
+            _ => forward(st, &call, &msg, None).await,
+        }
     }
 }
 
