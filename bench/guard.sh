@@ -18,6 +18,13 @@
 # at half the guard's call throughput for both, for the mean latency the
 # guard adds. Servers and the upstream on CPU 0, the load on CPU 1.
 #
+# Beside each closed-loop throughput, the server's own CPU time per request
+# (user and system, from /proc, over the same run): on its one CPU the
+# server's throughput is the inverse of that cost, and the cost does not
+# move with how the load generator is scheduled on the other CPU. The
+# ratio of the bare server's CPU per request to the guard's is reported
+# next to the throughput ratio; for the call it leaves the upstream out.
+#
 # On a shared VM one run's figures move by a tenth or more between runs
 # with nothing changed, so the runs come in ROUNDS (default 5), each one
 # measuring every pair back to back (bare, then the guard), and the figures
@@ -51,6 +58,7 @@ trap cleanup EXIT
 PORT=$(free_port); UP=$(free_port); BARE=$(free_port)
 RUST_LOG=warn taskset -c 0 "$PINFOLD_BIN" serve --data-dir "$work/data" --listen "127.0.0.1:$PORT" >"$work/out.txt" 2>"$work/err.txt" &
 pids+=($!)
+PINFOLD_PID=$!
 taskset -c 0 "$UPSTREAM_BIN" --listen "127.0.0.1:$UP" >"$work/up.txt" 2>&1 &
 pids+=($!)
 for _ in $(seq 1 150); do curl -fs "http://127.0.0.1:$PORT/healthz" >/dev/null 2>&1 && curl -fs "http://127.0.0.1:$UP/calls" >/dev/null 2>&1 && break; sleep 0.1; done
@@ -81,19 +89,29 @@ curl -fsS -X POST "$GUARD" -H "Authorization: Bearer $CLIENT" -H 'Accept: applic
     --data-binary @"$work/call.json" | grep -q 'list_files' || { echo "the guard did not forward the call" >&2; exit 1; }
 BARE_BYTES_FILE="$work/served-list.json" taskset -c 0 "$BARE_BIN" "$BARE" "http://127.0.0.1:$UP/mcp" >"$work/bare.txt" 2>&1 &
 pids+=($!)
+BARE_PID=$!
 for _ in $(seq 1 100); do curl -fs "http://127.0.0.1:$BARE/healthz" >/dev/null 2>&1 && break; sleep 0.1; done
 
-# wrk_run NAME URL BODY HEADERS → "NAME req/s"; the figure in $work/NAME.rps
+# cpu_ticks PID → the process's user + system CPU time, in clock ticks
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+TICK=$(getconf CLK_TCK)
+# wrk_run NAME PID URL BODY HEADERS → "NAME req/s, µs of PID's CPU per
+# request"; the figures in $work/NAME.rps and $work/NAME.cpu
 wrk_run() {
-    local name=$1 url=$2
-    BODY_FILE=$3 HEADERS=$4 taskset -c 1 wrk -t1 -c"$CONNECTIONS" -d2s -s bench/post.lua "$url" >/dev/null
-    local out rps non2xx
-    out=$(BODY_FILE=$3 HEADERS=$4 taskset -c 1 wrk -t1 -c"$CONNECTIONS" -d"$DURATION" --latency -s bench/post.lua "$url")
+    local name=$1 pid=$2 url=$3
+    BODY_FILE=$4 HEADERS=$5 taskset -c 1 wrk -t1 -c"$CONNECTIONS" -d2s -s bench/post.lua "$url" >/dev/null
+    local out rps non2xx reqs before after cpu
+    before=$(cpu_ticks "$pid")
+    out=$(BODY_FILE=$4 HEADERS=$5 taskset -c 1 wrk -t1 -c"$CONNECTIONS" -d"$DURATION" --latency -s bench/post.lua "$url")
+    after=$(cpu_ticks "$pid")
     rps=$(awk '/Requests\/sec/ {print $2}' <<<"$out")
+    reqs=$(awk '/requests in/ {print $1}' <<<"$out")
     non2xx=$(awk '/Non-2xx/ {print $NF}' <<<"$out")
     [ -z "$non2xx" ] || { echo "$name: $non2xx answers were not 2xx" >&2; exit 1; }
-    printf '%-16s %10s req/s\n' "$name" "$rps"
+    cpu=$(awk -v t="$((after - before))" -v hz="$TICK" -v n="$reqs" 'BEGIN{printf "%.2f", t / hz * 1e6 / n}')
+    printf '%-16s %10s req/s   %6s us CPU per request\n' "$name" "$rps" "$cpu"
     echo "$rps" >"$work/$name.rps"
+    echo "$cpu" >"$work/$name.cpu"
 }
 # ol_run NAME RATE URL BODY HEADERS → mean and p99 at RATE; the mean in $work/NAME.mean (µs)
 ol_run() {
@@ -111,17 +129,20 @@ ol_run() {
 
 echo "pinfold $("$PINFOLD_BIN" --version | awk '{print $2}') on $(nproc) cores; load average $(cut -d' ' -f1-3 /proc/loadavg); $ROUNDS rounds of $DURATION per run, $CONNECTIONS connections"
 : >"$work/call.ratios"; : >"$work/list.ratios"; : >"$work/latency.diffs"
+: >"$work/call.cpu.ratios"; : >"$work/list.cpu.ratios"
 for round in $(seq 1 "$ROUNDS"); do
     echo "round $round"
-    wrk_run "bare mcp" "http://127.0.0.1:$BARE/mcp" "$work/call.json" "$call_h"
-    wrk_run "guard call" "$GUARD" "$work/call.json" "$call_h$auth"
-    wrk_run "bare bytes" "http://127.0.0.1:$BARE/bytes" "$work/list.json" "$list_h"
-    wrk_run "guard list" "$GUARD" "$work/list.json" "$list_h$auth"
+    wrk_run "bare mcp" "$BARE_PID" "http://127.0.0.1:$BARE/mcp" "$work/call.json" "$call_h"
+    wrk_run "guard call" "$PINFOLD_PID" "$GUARD" "$work/call.json" "$call_h$auth"
+    wrk_run "bare bytes" "$BARE_PID" "http://127.0.0.1:$BARE/bytes" "$work/list.json" "$list_h"
+    wrk_run "guard list" "$PINFOLD_PID" "$GUARD" "$work/list.json" "$list_h$auth"
     rate=$(awk '{printf "%d", $1 / 2}' "$work/guard call.rps")
     ol_run "bare mcp" "$rate" "http://127.0.0.1:$BARE/mcp" "$work/call.json" "$call_h"
     ol_run "guard call" "$rate" "$GUARD" "$work/call.json" "$call_h$auth"
     awk -v g="$(cat "$work/guard call.rps")" -v b="$(cat "$work/bare mcp.rps")" 'BEGIN{print g/b}' >>"$work/call.ratios"
     awk -v g="$(cat "$work/guard list.rps")" -v b="$(cat "$work/bare bytes.rps")" 'BEGIN{print g/b}' >>"$work/list.ratios"
+    awk -v g="$(cat "$work/guard call.cpu")" -v b="$(cat "$work/bare mcp.cpu")" 'BEGIN{print b/g}' >>"$work/call.cpu.ratios"
+    awk -v g="$(cat "$work/guard list.cpu")" -v b="$(cat "$work/bare bytes.cpu")" 'BEGIN{print b/g}' >>"$work/list.cpu.ratios"
     awk -v g="$(cat "$work/guard call.mean")" -v b="$(cat "$work/bare mcp.mean")" 'BEGIN{print (g-b)/1000}' >>"$work/latency.diffs"
 done
 # summary FILE FORMAT → "median (min .. max)" of the numbers in FILE
@@ -133,4 +154,5 @@ echo
 echo "medians of $ROUNDS rounds (range):"
 echo "tools/call pass-through: $(summary "$work/call.ratios" %.2f) x the bare forwarder's throughput (target >= 0.8)"
 echo "served tools/list:       $(summary "$work/list.ratios" %.2f) x a bare handler of the same bytes (target >= 0.8)"
+echo "server CPU per request, bare / guard: call $(summary "$work/call.cpu.ratios" %.2f), list $(summary "$work/list.cpu.ratios" %.2f)"
 echo "added mean latency at half load: $(summary "$work/latency.diffs" %.3f) ms (target <= 0.15 ms)"

@@ -1,7 +1,8 @@
 //! Rate limits: token buckets per tenant and per principal, per route class.
 //!
-//! Every request admitted to a tenant (by [`crate::TenantScope`], or by the
-//! review console once a session is admitted) is charged one token from
+//! Every request admitted to a tenant (by [`crate::TenantScope`], by the
+//! review console once a session is admitted, or by the guard's MCP
+//! endpoint once its caller is admitted) is charged one token from
 //! two buckets of its route's [`RouteClass`]: the tenant's and the caller's
 //! (issuer and subject together, so two issuers' `sub`s never share a
 //! bucket). Either empty → `429 rate_limited` with
@@ -40,7 +41,7 @@ use pinfold_core::ids::TenantId;
 pub const SHARDS: usize = 64;
 
 /// Number of route classes ([`RouteClass::ALL`]).
-pub const CLASSES: usize = 6;
+pub const CLASSES: usize = 7;
 
 /// What a route does, for rate limiting.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -60,6 +61,11 @@ pub enum RouteClass {
     /// their own, so a reviewer's browsing never spends the API's tokens,
     /// nor the API's clients a reviewer's.
     Console,
+    /// Messages to the guard's MCP endpoint (`/t/{tenant}/mcp/{server}`,
+    /// charged once the caller is admitted to the tenant): each may reach
+    /// the route's upstream, so a client token cannot drive its tenant's
+    /// upstream faster than this, nor spend the API's tokens.
+    Guard,
 }
 
 impl RouteClass {
@@ -71,6 +77,7 @@ impl RouteClass {
         RouteClass::Grants,
         RouteClass::Reads,
         RouteClass::Console,
+        RouteClass::Guard,
     ];
 
     /// Its name in configuration, metrics and problem bodies.
@@ -82,6 +89,7 @@ impl RouteClass {
             RouteClass::Grants => "grants",
             RouteClass::Reads => "reads",
             RouteClass::Console => "console",
+            RouteClass::Guard => "guard",
         }
     }
 
@@ -464,7 +472,7 @@ mod tests {
         }
         assert_eq!(l.refused(RouteClass::Console, LimitScope::Tenant), 1);
         assert_eq!(l.refused(RouteClass::Reads, LimitScope::Tenant), 0);
-        assert_eq!(RouteClass::ALL.map(RouteClass::index), [0, 1, 2, 3, 4, 5]);
+        assert_eq!(RouteClass::ALL.map(RouteClass::index), [0, 1, 2, 3, 4, 5, 6]);
     }
 
     #[test]

@@ -220,6 +220,18 @@ impl EdgeLayer {
     pub(crate) fn body_limit(&self) -> usize {
         self.0.body_limit
     }
+
+    /// What a routed request of `method` on `template` is handed to charge
+    /// (`None` when limits are off or the route has no class): for a
+    /// request answered before routing.
+    pub(crate) fn charge(&self, method: &axum::http::Method, template: &str) -> Option<Charge> {
+        let limiter = self.0.limiter.as_ref()?;
+        let class = crate::rate_limits::classify(method, template)?;
+        Some(Charge {
+            limiter: limiter.clone(),
+            class,
+        })
+    }
 }
 
 /// A request the edge has begun ([`EdgeLayer::begin`]).

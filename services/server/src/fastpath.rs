@@ -51,8 +51,8 @@
 //!
 //! the application reads the body itself and calls that handler, inside
 //! the edge ([`EdgeLayer::begin`]): the same request id, span, request
-//! timeout, problem rendering and metrics under the endpoint's template as
-//! a routed request. The handler decides everything else (the tenant, the
+//! timeout, problem rendering, metrics under the endpoint's template and
+//! rate-limit class (`guard`, charged by the handler) as a routed request. The handler decides everything else (the tenant, the
 //! role, the origin, the route) as it does for a routed request, so the
 //! answer is the router's, byte for byte but the request id. Any other
 //! request to the endpoint (a token not yet verified, a chunked body, an
@@ -77,7 +77,7 @@ use http_body_util::BodyExt as _;
 use pinfold_guard::endpoint::EndpointState;
 use pinfold_http::Authenticator;
 use pinfold_http::auth::{Auth, Role};
-use pinfold_http::ratelimit::{RateLimiter, RouteClass};
+use pinfold_http::ratelimit::{Charge, RateLimiter, RouteClass};
 use pinfold_registry::RegistryState;
 use pinfold_registry::index::VERSION_ROUTE;
 use tower::Service;
@@ -104,6 +104,9 @@ struct GuardFast {
     endpoint: EndpointState,
     authn: Arc<Authenticator>,
     edge: EdgeLayer,
+    /// The endpoint's rate-limit class, as the edge hands it to a routed
+    /// request (classified once, here).
+    charge: Option<Charge>,
     answered: AtomicU64,
 }
 
@@ -137,10 +140,12 @@ impl App {
         authn: Arc<Authenticator>,
         edge: EdgeLayer,
     ) -> App {
+        let charge = edge.charge(&Method::POST, pinfold_guard::endpoint::PATH);
         self.guard = Some(Arc::new(GuardFast {
             endpoint,
             authn,
             edge,
+            charge,
             answered: AtomicU64::new(0),
         }));
         self
@@ -295,6 +300,7 @@ impl GuardFast {
         );
         let headers = std::mem::take(&mut parts.headers);
         let endpoint = self.endpoint.clone();
+        let charge = self.charge.clone();
         let limit = self.edge.body_limit();
         let handler: GuardAnswer = Box::pin(async move {
             let body = match read_body(body, limit).await {
@@ -311,7 +317,7 @@ impl GuardFast {
             };
             let (tenant, server) = split_guard_path(parts.uri.path()).unwrap_or_default();
             Ok(endpoint
-                .message(tenant, server, Ok(auth), headers, body)
+                .message(tenant, server, Ok(auth), charge, headers, body)
                 .await)
         });
         begun.around(handler)

@@ -14,6 +14,7 @@
 //! | `grants` | `GET`/`POST .../grants`, `POST .../grants/{grant}/exchange`, `GET`/`PUT .../providers/{provider}` |
 //! | `reads` | every other tenant route: reads, the `/t/{tenant}/v0.1` subregistry, verify, and the light writes (review, status, policy, guard routes) |
 //! | `console` | the review console's pages and forms of a signed-in session under `/console/t/{tenant}` (queue, version, review, status, audit, ledger, sign-out), charged by the console once the session is admitted |
+//! | `guard` | the guard's MCP endpoint `/t/{tenant}/mcp/{server}` (`POST`, `GET`, `DELETE`), charged by the endpoint once the caller is admitted, on the routed and the fast path alike |
 //!
 //! Routes without a tenant (`POST /v1/tenants`, the operational routes)
 //! are not limited, nor are the console's sign-in routes (its tenant page,
@@ -31,6 +32,9 @@ pub fn classify(method: &Method, template: &str) -> Option<RouteClass> {
     const T: &str = "/v1/tenants/{tenant}";
     if let Some(rest) = template.strip_prefix("/console/t/{tenant}") {
         return console(method, rest);
+    }
+    if template == pinfold_guard::endpoint::PATH {
+        return matches!(method.as_str(), "POST" | "GET" | "DELETE").then_some(RouteClass::Guard);
     }
     let rest = template.strip_prefix(T);
     let Some(rest) = rest else {
@@ -126,6 +130,20 @@ mod tests {
         ] {
             assert_eq!(classify(&m, &path), None, "{m} {path}");
         }
+    }
+
+    #[test]
+    fn the_guard_endpoint_is_guard_for_each_method_it_serves() {
+        let path = pinfold_guard::endpoint::PATH;
+        for m in [Method::POST, Method::GET, Method::DELETE] {
+            assert_eq!(classify(&m, path), Some(RouteClass::Guard), "{m}");
+        }
+        assert_eq!(classify(&Method::PUT, path), None);
+        // The route resource that configures it is an API read-or-write.
+        assert_eq!(
+            classify(&Method::PUT, "/v1/tenants/{tenant}/servers/{server}/guard"),
+            Some(RouteClass::Reads)
+        );
     }
 
     #[test]

@@ -149,6 +149,37 @@ fn client(app: &TestApp) -> String {
     app.as_roles("carl-client", &["client"])
 }
 
+/// One sessionless (2026-07-28) message with `id` to `path` (with `token`,
+/// when there is one), its `Mcp-Method` header saying `method` and its
+/// `Mcp-Name` header `name`.
+async fn modern(
+    app: &TestApp,
+    path: &str,
+    token: Option<&str>,
+    id: Value,
+    method: &str,
+    name: Option<&str>,
+    params: Value,
+) -> Resp {
+    let mut headers = vec![
+        ("accept", "application/json, text/event-stream"),
+        ("mcp-protocol-version", "2026-07-28"),
+        ("mcp-method", method),
+    ];
+    if let Some(n) = name {
+        headers.push(("mcp-name", n));
+    }
+    let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+    app.send_raw(
+        "POST",
+        path,
+        token,
+        Some(body.to_string().as_bytes()),
+        &headers,
+    )
+    .await
+}
+
 fn set(names: &[&str]) -> BTreeSet<String> {
     names.iter().map(|s| (*s).to_owned()).collect()
 }
@@ -815,28 +846,9 @@ async fn a_sessionless_client_discovers_lists_and_calls_and_its_headers_must_mat
         "io.modelcontextprotocol/clientCapabilities": {},
         "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
     });
+    let carl = client(&app);
     let send = |method: &'static str, name: Option<&'static str>, params: Value| {
-        let app = &app;
-        let path = path.clone();
-        async move {
-            let body = json!({"jsonrpc": "2.0", "id": 7, "method": method, "params": params});
-            let mut headers = vec![
-                ("accept", "application/json, text/event-stream"),
-                ("mcp-protocol-version", "2026-07-28"),
-                ("mcp-method", method),
-            ];
-            if let Some(n) = name {
-                headers.push(("mcp-name", n));
-            }
-            app.send_raw(
-                "POST",
-                &path,
-                Some(&client(app)),
-                Some(body.to_string().as_bytes()),
-                &headers,
-            )
-            .await
-        }
+        modern(&app, &path, Some(&carl), json!(7), method, name, params)
     };
     let r = send("server/discover", None, json!({"_meta": meta})).await;
     assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.bytes));
@@ -1190,22 +1202,15 @@ async fn the_fast_path_and_the_router_answer_a_message_alike() {
     let send = |path: String, token: String, method: &'static str, params: Value| {
         let app = &app;
         async move {
-            let mut headers = vec![
-                ("accept", "application/json, text/event-stream"),
-                ("mcp-protocol-version", "2026-07-28"),
-                ("mcp-method", method),
-            ];
-            let name = params["name"].as_str().unwrap_or_default().to_owned();
-            if !name.is_empty() {
-                headers.push(("mcp-name", &name));
-            }
-            let body = json!({"jsonrpc": "2.0", "id": "a-1", "method": method, "params": params});
-            app.send_raw(
-                "POST",
+            let name = params["name"].as_str().map(str::to_owned);
+            modern(
+                app,
                 &path,
                 Some(&token),
-                Some(body.to_string().as_bytes()),
-                &headers,
+                json!("a-1"),
+                method,
+                name.as_deref(),
+                params,
             )
             .await
         }
@@ -1296,4 +1301,154 @@ async fn the_fast_path_and_the_router_answer_a_message_alike() {
     let text = String::from_utf8_lossy(&metrics.bytes);
     let want = r#"pinfold_http_requests_total{route="/t/{tenant}/mcp/{*server}",method="POST",status="404"} 3"#;
     assert!(text.lines().any(|l| l == want), "{text}");
+}
+
+/// Messages to the endpoint are charged to a rate-limit class of their own
+/// (`guard`), on the fast path and the router's alike: past its burst a
+/// message answers 429 with `Retry-After` and never reaches the upstream,
+/// callers refused before admission (no token, another tenant's) take
+/// nothing from the tenant's bucket, and the API's `reads` keep their own
+/// tokens.
+#[tokio::test]
+async fn guard_messages_have_a_rate_limit_class_of_their_own() {
+    let app = TestApp::build(test_issuers(), |c| {
+        c.rate_limits.enabled = true;
+        c.rate_limits.guard = pinfold_server::config::ClassLimits {
+            tenant_rate: 1.0,
+            tenant_burst: 3,
+            principal_rate: 1.0,
+            principal_burst: 100,
+        };
+    })
+    .await;
+    let limiter = app.rate_limiter.clone().expect("limits are on");
+    publish(&app).await;
+    let up = upstream(Switches::default()).await;
+    route(
+        &app,
+        json!({"upstream": {"url": up.url()}, "mode": "strict"}),
+    )
+    .await;
+    let path = endpoint(&app);
+    let routed_path = format!("{path}?via=router");
+    let meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+    });
+    let carl = client(&app);
+    let other = app.new_tenant().await;
+    let stranger = token("eve", Some(other.as_str()), &["client"]);
+    let list = json!({"_meta": meta});
+    let call = json!({"name": "list_files", "arguments": {"dir": "/"}, "_meta": meta});
+    // Refused before admission: no token (401), another tenant's (404).
+    // Neither is charged to the tenant.
+    for _ in 0..3 {
+        let r = modern(
+            &app,
+            &path,
+            None,
+            json!(1),
+            "tools/list",
+            None,
+            list.clone(),
+        )
+        .await;
+        assert_eq!(r.status, 401);
+        let r = modern(
+            &app,
+            &path,
+            Some(&stranger),
+            json!(1),
+            "tools/list",
+            None,
+            list.clone(),
+        )
+        .await;
+        assert_eq!(r.status, 404);
+    }
+    // Three messages fit the burst: the first through the router (the
+    // token is not yet verified), the others on the fast path.
+    let fast = app.router.guard_fast_answers();
+    for _ in 0..2 {
+        let r = modern(
+            &app,
+            &path,
+            Some(&carl),
+            json!(1),
+            "tools/list",
+            None,
+            list.clone(),
+        )
+        .await;
+        assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.bytes));
+    }
+    let r = modern(
+        &app,
+        &path,
+        Some(&carl),
+        json!(2),
+        "tools/call",
+        Some("list_files"),
+        call.clone(),
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.bytes));
+    assert!(answer(&r, &json!(2)).get("result").is_some());
+    assert_eq!(up.tool_calls("list_files"), 1);
+    assert_eq!(app.router.guard_fast_answers(), fast + 2);
+    // Past it, on either path: 429, the problem names the class, and the
+    // call never reaches the upstream.
+    for p in [&path, &routed_path] {
+        let r = modern(
+            &app,
+            p,
+            Some(&carl),
+            json!(3),
+            "tools/call",
+            Some("list_files"),
+            call.clone(),
+        )
+        .await;
+        assert_eq!(r.header("retry-after").as_deref(), Some("1"), "{p}");
+        let body = r.problem(429, "rate_limited");
+        assert_eq!(body["class"], "guard", "{body}");
+        assert_eq!(body["scope"], "tenant", "{body}");
+    }
+    assert_eq!(app.router.guard_fast_answers(), fast + 3);
+    assert_eq!(up.tool_calls("list_files"), 1);
+    // The API's reads are the tenant's still.
+    let servers = format!("/v1/tenants/{}/servers", app.tenant);
+    assert_eq!(app.get(&servers, &app.admin()).await.status, 200);
+    // A second later the bucket holds one token again: one call goes
+    // through, the next is refused.
+    limiter.clock().advance(Duration::from_secs(1));
+    let r = modern(
+        &app,
+        &path,
+        Some(&carl),
+        json!(4),
+        "tools/call",
+        Some("list_files"),
+        call.clone(),
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.bytes));
+    assert_eq!(up.tool_calls("list_files"), 2);
+    let r = modern(
+        &app,
+        &path,
+        Some(&carl),
+        json!(5),
+        "tools/list",
+        None,
+        list.clone(),
+    )
+    .await;
+    assert_eq!(r.status, 429);
+    let metrics = app.send("GET", "/metrics", None, None).await;
+    let text = String::from_utf8_lossy(&metrics.bytes);
+    assert!(
+        text.contains("pinfold_rate_limited_total{class=\"guard\",scope=\"tenant\"} 3"),
+        "{text}"
+    );
 }

@@ -50,6 +50,7 @@ pub mod source;
 mod tools;
 pub mod upstream;
 
+use axum::Extension;
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::{FromRequest, Path, Request, State};
@@ -59,6 +60,7 @@ use axum::routing::post;
 use pinfold_core::guard::{self, UPSTREAM_UNAVAILABLE};
 use pinfold_http::auth::Auth;
 use pinfold_http::problem::ApiError;
+use pinfold_http::ratelimit::Charge;
 use reqwest::Method;
 use serde_json::Value;
 
@@ -121,11 +123,31 @@ async fn post_mcp(
     // The headers are taken, not copied.
     let (mut parts, body) = req.into_parts();
     let headers = std::mem::take(&mut parts.headers);
+    let charge = parts.extensions.remove::<Charge>();
     let body = match Bytes::from_request(Request::from_parts(parts, body), &()).await {
         Ok(b) => b,
         Err(rejection) => return rejection.into_response(),
     };
-    st.message(&tenant, &server, auth, headers, body).await
+    st.message(&tenant, &server, auth, charge, headers, body)
+        .await
+}
+
+/// Charges an admitted caller's message to the `guard` rate-limit class
+/// (the server hands the endpoint its [`Charge`] when limits are on): over
+/// the tenant's or the caller's limit, `429` with `Retry-After`, and the
+/// message goes nowhere.
+fn charged(
+    charge: Option<Charge>,
+    tenant: &pinfold_core::ids::TenantId,
+    principal: &pinfold_http::auth::Principal,
+) -> Result<(), Response> {
+    match charge {
+        Some(c) => c
+            .limiter
+            .check(tenant, principal, c.class)
+            .map_err(|limited| limited.into_error().into_response()),
+        None => Ok(()),
+    }
 }
 
 impl EndpointState {
@@ -139,11 +161,16 @@ impl EndpointState {
     /// per-request `_meta` the endpoint decides on) without building a
     /// tree, which is all a `tools/list` needs; the whole message only for
     /// what is forwarded or checked member by member.
+    ///
+    /// `charge` is the rate limiter's class for the endpoint (`None` when
+    /// limits are off): an admitted caller's message is charged to it
+    /// before anything else is read.
     pub async fn message(
         &self,
         tenant: &str,
         server: &str,
         auth: Result<Auth, ApiError>,
+        charge: Option<Charge>,
         headers: HeaderMap,
         body: Bytes,
     ) -> Response {
@@ -152,6 +179,9 @@ impl EndpointState {
             Ok(a) => a,
             Err(r) => return r,
         };
+        if let Err(r) = charged(charge, &tenant, &principal) {
+            return r;
+        }
         let Ok(head) = head::read(&body) else {
             return unreadable(&body);
         };
@@ -267,10 +297,12 @@ async fn session_call(
     st: &EndpointState,
     headers: &HeaderMap,
     auth: Result<Auth, ApiError>,
+    charge: Option<Charge>,
     tenant: &str,
     server: &str,
 ) -> Result<Call, Response> {
     let (tenant, principal) = admit(st, headers, auth, tenant, server)?;
+    charged(charge, &tenant, &principal)?;
     let live = live(st, &tenant, server).await?;
     let Some(sid) = header_str(headers, &SESSION_HEADER) else {
         return Err(transport_error(
@@ -300,9 +332,11 @@ async fn get_mcp(
     State(st): State<EndpointState>,
     Path((tenant, server)): Path<(String, String)>,
     headers: HeaderMap,
+    charge: Option<Extension<Charge>>,
     auth: Result<Auth, ApiError>,
 ) -> Response {
-    let call = match session_call(&st, &headers, auth, &tenant, &server).await {
+    let charge = charge.map(|Extension(c)| c);
+    let call = match session_call(&st, &headers, auth, charge, &tenant, &server).await {
         Ok(c) => c,
         Err(r) => return r,
     };
@@ -328,9 +362,11 @@ async fn delete_mcp(
     State(st): State<EndpointState>,
     Path((tenant, server)): Path<(String, String)>,
     headers: HeaderMap,
+    charge: Option<Extension<Charge>>,
     auth: Result<Auth, ApiError>,
 ) -> Response {
-    let call = match session_call(&st, &headers, auth, &tenant, &server).await {
+    let charge = charge.map(|Extension(c)| c);
+    let call = match session_call(&st, &headers, auth, charge, &tenant, &server).await {
         Ok(c) => c,
         Err(r) => return r,
     };

@@ -60,6 +60,10 @@ pub struct RateLimitSettings {
     /// The review console's pages and forms of a signed-in session
     /// (`/console/t/{tenant}/...`; sign-in itself is not charged).
     pub console: ClassLimits,
+    /// Messages to the guard's MCP endpoint (`/t/{tenant}/mcp/{server}`:
+    /// `POST`, and the `GET` and `DELETE` of a session), each of which may
+    /// reach the route's upstream.
+    pub guard: ClassLimits,
 }
 
 impl Default for RateLimitSettings {
@@ -73,6 +77,7 @@ impl Default for RateLimitSettings {
             grants: ClassLimits::new(20.0, 50, 5.0, 20),
             reads: ClassLimits::new(1000.0, 2000, 500.0, 1000),
             console: ClassLimits::new(50.0, 200, 5.0, 60),
+            guard: ClassLimits::new(500.0, 1000, 200.0, 400),
         }
     }
 }
@@ -91,6 +96,7 @@ impl RateLimitSettings {
             (C::Grants, self.grants),
             (C::Reads, self.reads),
             (C::Console, self.console),
+            (C::Guard, self.guard),
         ]
     }
 
