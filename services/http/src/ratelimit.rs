@@ -472,7 +472,10 @@ mod tests {
         }
         assert_eq!(l.refused(RouteClass::Console, LimitScope::Tenant), 1);
         assert_eq!(l.refused(RouteClass::Reads, LimitScope::Tenant), 0);
-        assert_eq!(RouteClass::ALL.map(RouteClass::index), [0, 1, 2, 3, 4, 5, 6]);
+        assert_eq!(
+            RouteClass::ALL.map(RouteClass::index),
+            [0, 1, 2, 3, 4, 5, 6]
+        );
     }
 
     #[test]

@@ -1445,10 +1445,24 @@ async fn guard_messages_have_a_rate_limit_class_of_their_own() {
     )
     .await;
     assert_eq!(r.status, 429);
+    // A session's stream and its end are charged too, before the session
+    // is looked at (it would be 404: no such session).
+    for method in ["GET", "DELETE"] {
+        let r = app
+            .send_raw(
+                method,
+                &path,
+                Some(&carl),
+                None,
+                &[("mcp-session-id", "s-1")],
+            )
+            .await;
+        assert_eq!(r.problem(429, "rate_limited")["class"], "guard", "{method}");
+    }
     let metrics = app.send("GET", "/metrics", None, None).await;
     let text = String::from_utf8_lossy(&metrics.bytes);
     assert!(
-        text.contains("pinfold_rate_limited_total{class=\"guard\",scope=\"tenant\"} 3"),
+        text.contains("pinfold_rate_limited_total{class=\"guard\",scope=\"tenant\"} 5"),
         "{text}"
     );
 }
