@@ -164,7 +164,7 @@ impl EndpointState {
     ///
     /// `charge` is the rate limiter's class for the endpoint (`None` when
     /// limits are off): an admitted caller's message is charged to it
-    /// before anything else is read.
+    /// before the message is parsed.
     pub async fn message(
         &self,
         tenant: &str,
