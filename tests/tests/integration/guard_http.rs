@@ -149,6 +149,46 @@ fn client(app: &TestApp) -> String {
     app.as_roles("carl-client", &["client"])
 }
 
+/// A strict route of the reference server on an upstream of its own, and
+/// what a sessionless client's messages to it are made of.
+struct Sessionless {
+    up: std::sync::Arc<pinfold_example_upstream::Running>,
+    /// The endpoint, as the fast path takes it.
+    path: String,
+    /// The endpoint with a query string: the router's (the fast path takes
+    /// no query).
+    routed_path: String,
+    /// The per-request `_meta` of a 2026-07-28 request.
+    meta: Value,
+    /// A client of the tenant.
+    carl: String,
+    /// A client of another tenant.
+    stranger: String,
+}
+
+async fn sessionless(app: &TestApp) -> Sessionless {
+    publish(app).await;
+    let up = upstream(Switches::default()).await;
+    route(
+        app,
+        json!({"upstream": {"url": up.url()}, "mode": "strict"}),
+    )
+    .await;
+    let path = endpoint(app);
+    let other = app.new_tenant().await;
+    Sessionless {
+        up,
+        routed_path: format!("{path}?via=router"),
+        path,
+        meta: json!({
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+        }),
+        carl: client(app),
+        stranger: token("eve", Some(other.as_str()), &["client"]),
+    }
+}
+
 /// One sessionless (2026-07-28) message with `id` to `path` (with `token`,
 /// when there is one), its `Mcp-Method` header saying `method` and its
 /// `Mcp-Name` header `name`.
@@ -1181,23 +1221,14 @@ async fn a_clients_own_resolution_is_checked_and_outside_the_signature_is_the_wo
 #[tokio::test]
 async fn the_fast_path_and_the_router_answer_a_message_alike() {
     let app = TestApp::new().await;
-    publish(&app).await;
-    let up = upstream(Switches::default()).await;
-    route(
-        &app,
-        json!({"upstream": {"url": up.url()}, "mode": "strict"}),
-    )
-    .await;
-    let path = endpoint(&app);
-    // A query string is the router's: the fast path takes none.
-    let routed_path = format!("{path}?via=router");
-    let meta = json!({
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": {},
-    });
-    let other = app.new_tenant().await;
-    let stranger = token("eve", Some(other.as_str()), &["client"]);
-    let carl = client(&app);
+    let Sessionless {
+        up,
+        path,
+        routed_path,
+        meta,
+        carl,
+        stranger,
+    } = sessionless(&app).await;
     let fast = || app.router.guard_fast_answers();
     let send = |path: String, token: String, method: &'static str, params: Value| {
         let app = &app;
@@ -1322,22 +1353,14 @@ async fn guard_messages_have_a_rate_limit_class_of_their_own() {
     })
     .await;
     let limiter = app.rate_limiter.clone().expect("limits are on");
-    publish(&app).await;
-    let up = upstream(Switches::default()).await;
-    route(
-        &app,
-        json!({"upstream": {"url": up.url()}, "mode": "strict"}),
-    )
-    .await;
-    let path = endpoint(&app);
-    let routed_path = format!("{path}?via=router");
-    let meta = json!({
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": {},
-    });
-    let carl = client(&app);
-    let other = app.new_tenant().await;
-    let stranger = token("eve", Some(other.as_str()), &["client"]);
+    let Sessionless {
+        up,
+        path,
+        routed_path,
+        meta,
+        carl,
+        stranger,
+    } = sessionless(&app).await;
     let list = json!({"_meta": meta});
     let call = json!({"name": "list_files", "arguments": {"dir": "/"}, "_meta": meta});
     // Refused before admission: no token (401), another tenant's (404).
