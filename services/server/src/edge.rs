@@ -61,6 +61,19 @@ struct Shared {
     limiter: Option<Arc<RateLimiter>>,
 }
 
+impl Shared {
+    /// What a request of `method` on the route `template` is handed to
+    /// charge (`None` when limits are off or the route has no class).
+    fn charge(&self, method: &axum::http::Method, template: &str) -> Option<Charge> {
+        let limiter = self.limiter.as_ref()?;
+        let class = crate::rate_limits::classify(method, template)?;
+        Some(Charge {
+            limiter: limiter.clone(),
+            class,
+        })
+    }
+}
+
 /// The edge layer (see the module documentation).
 #[derive(Clone)]
 pub struct EdgeLayer(Arc<Shared>);
@@ -159,13 +172,11 @@ where
             if matched.as_ref().is_some_and(|m| authenticates(m.as_str())) {
                 req.extensions_mut().insert(shared.authn.clone());
             }
-            if let (Some(limiter), Some(m)) = (&shared.limiter, &matched)
-                && let Some(class) = crate::rate_limits::classify(&method, m.as_str())
+            if let Some(charge) = matched
+                .as_ref()
+                .and_then(|m| shared.charge(&method, m.as_str()))
             {
-                req.extensions_mut().insert(Charge {
-                    limiter: limiter.clone(),
-                    class,
-                });
+                req.extensions_mut().insert(charge);
             }
             Some(self.inner.call(req))
         };
@@ -221,16 +232,10 @@ impl EdgeLayer {
         self.0.body_limit
     }
 
-    /// What a routed request of `method` on `template` is handed to charge
-    /// (`None` when limits are off or the route has no class): for a
-    /// request answered before routing.
+    /// What a routed request of `method` on `template` is handed to charge,
+    /// for a request answered before routing.
     pub(crate) fn charge(&self, method: &axum::http::Method, template: &str) -> Option<Charge> {
-        let limiter = self.0.limiter.as_ref()?;
-        let class = crate::rate_limits::classify(method, template)?;
-        Some(Charge {
-            limiter: limiter.clone(),
-            class,
-        })
+        self.0.charge(method, template)
     }
 }
 

@@ -52,8 +52,9 @@
 //! the application reads the body itself and calls that handler, inside
 //! the edge ([`EdgeLayer::begin`]): the same request id, span, request
 //! timeout, problem rendering, metrics under the endpoint's template and
-//! rate-limit class (`guard`, charged by the handler) as a routed request. The handler decides everything else (the tenant, the
-//! role, the origin, the route) as it does for a routed request, so the
+//! rate-limit class (`guard`, charged by the handler) as a routed request.
+//! The handler decides everything else (the tenant, the role, the origin,
+//! the route) as it does for a routed request, so the
 //! answer is the router's, byte for byte but the request id. Any other
 //! request to the endpoint (a token not yet verified, a chunked body, an
 //! escaped path, `GET` and `DELETE`) takes the router.
